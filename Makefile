@@ -1,0 +1,29 @@
+# Thin wrapper: the two commands of the README's quick start.
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+
+.PHONY: deps build run test bench sanitize clean
+
+deps:
+	@bash .ci/install-deps
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/simulator/clustersim collective --cluster scenarios/clusters/dgx-h100-superpod.yaml --gpus 16 --op all_reduce --algo auto -b 8 -e 8G -f 4
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	./$(BUILD)/simulator/clustersim bench
+
+sanitize: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCLUSTERSIM_SANITIZE=ON
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,85 @@
+// Point-to-point collectives: all-to-all as every rank sending its share straight to every other,
+// and send/recv as nccl-tests' sendrecv does it (rank i sends to i+1). "direct" leaves a node through
+// the sender's own NIC; "pxn" (NCCL >= 2.12) first crosses NVLink to the GPU whose NIC is on the
+// destination's rail and leaves through that NIC, so traffic never changes rails in the fabric.
+#include "collectives/pipeline.hpp"
+
+namespace clustersim {
+namespace {
+
+class Direct final : public Algorithm {
+ public:
+  explicit Direct(bool pxn) : pxn_(pxn) {}
+  std::string name() const override { return pxn_ ? "pxn" : "direct"; }
+  std::string description() const override {
+    return pxn_ ? "point-to-point via the local GPU on the destination's rail (PXN), rail-optimized fabrics"
+                : "point-to-point straight from each sender's NIC";
+  }
+  std::vector<Op> ops() const override { return {Op::all_to_all, Op::send_recv}; }
+
+  std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& req) const override {
+    if (auto why = Algorithm::not_applicable(cluster, req)) return why;
+    if (pxn_ && cluster.spec.fabric.type != "rail_optimized")
+      return "pxn needs a rail-optimized fabric; " + cluster.spec.fabric.type + " has no rails";
+    return std::nullopt;
+  }
+
+  FlowGraph lower(const Router& router, const CollectiveRequest& req) const override {
+    FlowGraph graph;
+    const int n = static_cast<int>(req.ranks.size());
+    if (n < 2) return graph;
+    if (req.op == Op::all_to_all) {
+      const double per_pair = static_cast<double>(req.size_bytes) / n / n;
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j)
+          if (i != j) graph.add(pair_flow(router, req, req.ranks[i], req.ranks[j], 0, per_pair));
+      return graph;
+    }
+    const double per_channel = static_cast<double>(req.size_bytes) / req.channels;
+    for (int i = 0; i < n; ++i)
+      for (int c = 0; c < req.channels; ++c)
+        graph.add(pair_flow(router, req, req.ranks[i], req.ranks[(i + 1) % n], c, per_channel));
+    return graph;
+  }
+
+ private:
+  Flow pair_flow(const Router& router, const CollectiveRequest& req, int src, int dst, int channel, double bytes) const {
+    const Cluster& c = router.cluster();
+    const std::uint64_t hash = flow_hash(src, dst, channel);
+    Route r;
+    const bool network = c.node_of_gpu(src) != c.node_of_gpu(dst);
+    if (!network) {
+      router.append_scale_up(src, dst, r);
+    } else if (pxn_) {
+      const int dst_nic = c.nic_of_gpu(dst);
+      const int proxy_nic = c.node_of_gpu(src) * c.nics_per_node() + c.rail_of_nic(dst_nic);
+      router.append_scale_up(src, c.gpu_of_nic(proxy_nic), r);
+      r.append(router.route_between_nics(proxy_nic, dst_nic, hash));
+    } else {
+      r = router.route(src, dst, hash);
+    }
+    Flow f;
+    f.src_gpu = src;
+    f.dst_gpu = dst;
+    f.links = std::move(r.links);
+    f.size_bytes = wire_bytes(bytes, req.protocol);
+    f.latency_s = req.protocol.base_latency(AlgoFamily::ring) + r.latency_s +
+                  (network ? req.protocol.hop_latency_network_s : req.protocol.hop_latency_nvlink_s);
+    return f;
+  }
+  bool pxn_;
+};
+
+}  // namespace
+
+const Algorithm& direct_algorithm() {
+  static Direct instance(false);
+  return instance;
+}
+
+const Algorithm& pxn_algorithm() {
+  static Direct instance(true);
+  return instance;
+}
+
+}  // namespace clustersim

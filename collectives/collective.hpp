@@ -1,0 +1,66 @@
+#pragma once
+// The collective vocabulary: operations, NCCL protocols, a request, and the pluggable algorithm
+// interface. Algorithms are registered by name (ring, tree, direct, pxn) and listed by the CLI.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/flow.hpp"
+#include "topologies/router.hpp"
+
+namespace clustersim {
+
+enum class Op { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
+const std::vector<Op>& all_ops();
+const char* to_string(Op op);
+std::optional<Op> parse_op(const std::string& name);
+
+/// nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw * factor.
+double bus_bandwidth_factor(Op op, int ranks);
+
+enum class AlgoFamily { ring, tree };
+
+/// NCCL's protocol behaviour as its cost model states it (src/graph/tuning.cc): a fraction of
+/// link bandwidth that carries data, a base latency per collective and a latency per hop.
+struct Protocol {
+  std::string name;
+  double bandwidth_fraction = 1.0;
+  Seconds base_latency_ring_s = 0;
+  Seconds base_latency_tree_s = 0;
+  Seconds hop_latency_nvlink_s = 0;
+  Seconds hop_latency_network_s = 0;
+
+  Seconds base_latency(AlgoFamily f) const { return f == AlgoFamily::ring ? base_latency_ring_s : base_latency_tree_s; }
+};
+/// LL, LL128 and Simple with NCCL's defaults.
+const std::vector<Protocol>& nccl_protocols();
+std::optional<Protocol> find_protocol(const std::string& name);
+/// No protocol cost at all: full bandwidth, no latency beyond the links'. For closed-form checks.
+Protocol ideal_protocol();
+
+struct CollectiveRequest {
+  Op op = Op::all_reduce;
+  std::vector<int> ranks;   // rank -> GPU id
+  Bytes size_bytes = 0;     // nccl-tests' size: the buffer (all-reduce, broadcast, send/recv) or count*type*ranks
+  int channels = 1;
+  Protocol protocol;
+  int root = 0;             // broadcast root rank
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  virtual std::vector<Op> ops() const = 0;
+  bool supports(Op op) const;
+  /// Why this algorithm cannot run the request on this cluster; nullopt when it can.
+  virtual std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& request) const;
+  virtual FlowGraph lower(const Router& router, const CollectiveRequest& request) const = 0;
+};
+
+const Algorithm* find_algorithm(const std::string& name);
+std::vector<const Algorithm*> all_algorithms();
+std::string algorithm_names();
+
+}  // namespace clustersim

@@ -1,0 +1,57 @@
+#include "collectives/pipeline.hpp"
+
+#include <cmath>
+#include <map>
+
+namespace clustersim {
+
+std::vector<std::vector<int>> ranks_by_node(const Cluster& cluster, const std::vector<int>& ranks) {
+  std::vector<std::vector<int>> groups;
+  std::map<int, std::size_t> index;
+  for (int gpu : ranks) {
+    auto [it, fresh] = index.emplace(cluster.node_of_gpu(gpu), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(gpu);
+  }
+  return groups;
+}
+
+std::vector<int> ring_order(const Cluster& cluster, const std::vector<int>& ranks, int channel) {
+  std::vector<int> order;
+  const auto groups = ranks_by_node(cluster, ranks);
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const auto& g = groups[k];
+    const long size = static_cast<long>(g.size());
+    const long entry = (((channel - static_cast<long>(k)) % size) + size) % size;
+    for (long i = 0; i < size; ++i) order.push_back(g[(entry + i) % size]);
+  }
+  return order;
+}
+
+Bytes wire_bytes(double data_bytes, const Protocol& protocol) {
+  return static_cast<Bytes>(std::llround(data_bytes / protocol.bandwidth_fraction));
+}
+
+Seconds Pipeline::hop_latency_sum() const {
+  Seconds sum = 0;
+  for (Seconds s : hop_latency_s) sum += s;
+  return sum;
+}
+
+Pipeline route_pipeline(const Router& router, const std::vector<Hop>& hops, int channel, double data_bytes_per_hop,
+                        const Protocol& protocol) {
+  const Cluster& c = router.cluster();
+  Pipeline p;
+  p.flow.src_gpu = hops.front().src_gpu;
+  p.flow.dst_gpu = hops.front().dst_gpu;
+  for (const Hop& h : hops) {
+    Route r = router.route(h.src_gpu, h.dst_gpu, flow_hash(h.src_gpu, h.dst_gpu, channel));
+    p.flow.links.insert(p.flow.links.end(), r.links.begin(), r.links.end());
+    const bool network = c.node_of_gpu(h.src_gpu) != c.node_of_gpu(h.dst_gpu);
+    p.hop_latency_s.push_back(r.latency_s + (network ? protocol.hop_latency_network_s : protocol.hop_latency_nvlink_s));
+  }
+  p.flow.size_bytes = wire_bytes(data_bytes_per_hop, protocol);
+  return p;
+}
+
+}  // namespace clustersim

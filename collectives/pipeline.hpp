@@ -1,0 +1,41 @@
+#pragma once
+// Helpers shared by the algorithms: NCCL-like placement of rings and trees on nodes, and the
+// lowering of one channel of a pipelined algorithm into a single flow.
+//
+// Why one flow per channel: NCCL pipelines a ring in chunks, so in steady state every hop of a
+// channel's ring moves data at the rate of the ring's slowest hop, and a hop that could go faster
+// waits for data. One SimGrid flow whose route lists every hop's links gets exactly that rate from
+// max-min sharing (its bottleneck link's fair share), and loads every link it crosses at that rate.
+// Chunks then appear as the pipeline's latency term (steps x hop latency), as in NCCL's cost model.
+#include <vector>
+
+#include "collectives/collective.hpp"
+
+namespace clustersim {
+
+struct Hop {
+  int src_gpu;
+  int dst_gpu;
+};
+
+/// Ranks grouped by node, nodes in order of first appearance, GPUs of a node in local order.
+std::vector<std::vector<int>> ranks_by_node(const Cluster& cluster, const std::vector<int>& ranks);
+
+/// The ring of one channel. Channel c enters node k at its (c - k)-th GPU and leaves from the GPU
+/// before it, which is on the rail the next node is entered on, so inter-node hops stay on one rail.
+std::vector<int> ring_order(const Cluster& cluster, const std::vector<int>& ranks, int channel);
+
+/// Bytes on the wire for `data_bytes` of payload under a protocol (LL sends flags with the data).
+Bytes wire_bytes(double data_bytes, const Protocol& protocol);
+
+/// A channel's hops routed into one flow, with each hop's latency (its links' latencies plus the
+/// protocol's per-hop latency for NVLink or network). The caller sets flow.latency_s from them.
+struct Pipeline {
+  Flow flow;
+  std::vector<Seconds> hop_latency_s;
+  Seconds hop_latency_sum() const;
+};
+Pipeline route_pipeline(const Router& router, const std::vector<Hop>& hops, int channel, double data_bytes_per_hop,
+                        const Protocol& protocol);
+
+}  // namespace clustersim

@@ -1,0 +1,26 @@
+#include "collectives/collective.hpp"
+
+namespace clustersim {
+
+const Algorithm& ring_algorithm();
+const Algorithm& tree_algorithm();
+const Algorithm& direct_algorithm();
+const Algorithm& pxn_algorithm();
+
+std::vector<const Algorithm*> all_algorithms() {
+  return {&ring_algorithm(), &tree_algorithm(), &direct_algorithm(), &pxn_algorithm()};
+}
+
+const Algorithm* find_algorithm(const std::string& name) {
+  for (const Algorithm* a : all_algorithms())
+    if (a->name() == name) return a;
+  return nullptr;
+}
+
+std::string algorithm_names() {
+  std::string out;
+  for (const Algorithm* a : all_algorithms()) out += (out.empty() ? "" : ", ") + a->name();
+  return out;
+}
+
+}  // namespace clustersim

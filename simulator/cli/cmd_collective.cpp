@@ -1,0 +1,136 @@
+// `clustersim collective`: nccl-tests' table for one collective on a simulated cluster.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "simulator/cli/commands.hpp"
+#include "simulator/collective_sweep.hpp"
+#include "topologies/user_error.hpp"
+
+namespace clustersim::cli {
+
+namespace {
+
+struct Options {
+  std::string cluster;
+  int gpus = 0;
+  std::string op = "all_reduce";
+  std::string algo = "auto";
+  std::string proto = "auto";
+  std::string type = "float";
+  int channels = 0;
+  std::string begin = "8", end = "8G";
+  double factor = 2;
+  int root = 0;
+  std::string json;
+};
+
+SweepSpec make_spec(const Options& o, const Cluster& cluster) {
+  SweepSpec spec;
+  auto op = parse_op(o.op);
+  std::string ops;
+  for (Op each : all_ops()) ops += (ops.empty() ? "" : ", ") + std::string(to_string(each));
+  if (!op) throw UserError("command line", 0, "--op", "expected one of: " + ops + "; got '" + o.op + "'");
+  spec.op = *op;
+  if (o.gpus < 2 || o.gpus > cluster.gpu_count())
+    throw UserError(cluster.spec.file, 0, "--gpus",
+                    fmt::format("expected 2 to {} GPUs (the cluster has {}), got {}", cluster.gpu_count(),
+                                cluster.gpu_count(), o.gpus));
+  for (int g = 0; g < o.gpus; ++g) spec.ranks.push_back(g);
+  if (o.algo != "auto") {
+    const Algorithm* a = find_algorithm(o.algo);
+    if (!a) throw UserError("command line", 0, "--algo", "expected auto or one of: " + algorithm_names() + "; got '" + o.algo + "'");
+    CollectiveRequest probe;
+    probe.op = spec.op;
+    probe.ranks = spec.ranks;
+    if (auto why = a->not_applicable(cluster, probe)) throw UserError(cluster.spec.file, 0, "--algo", *why);
+  }
+  spec.algorithm = o.algo;
+  if (o.proto != "auto") {
+    spec.protocol = find_protocol(o.proto);
+    if (!spec.protocol) throw UserError("command line", 0, "--proto", "expected auto, LL, LL128, Simple or ideal; got '" + o.proto + "'");
+  }
+  auto type = find_data_type(o.type);
+  if (!type) throw UserError("command line", 0, "--dtype", "expected int8, half, bfloat16, float, int32, double or int64");
+  spec.type = *type;
+  // NCCL opens about two channels per NIC on multi-NIC nodes; it is a knob (--channels).
+  spec.channels = o.channels > 0 ? o.channels : std::max(2, 2 * cluster.nics_per_node());
+  if (o.factor < 1.0) throw UserError("command line", 0, "-f", "expected a factor >= 1");
+  const Bytes lo = parse_size(o.begin, "-b"), hi = parse_size(o.end, "-e");
+  if (hi < lo) throw UserError("command line", 0, "-e", "expected a maximum size >= the minimum (-b)");
+  spec.sizes_bytes = geometric_sizes(lo, hi, o.factor);
+  if (o.root < 0 || o.root >= o.gpus) throw UserError("command line", 0, "--root", "expected a rank in [0, --gpus)");
+  spec.root = o.root;
+  return spec;
+}
+
+void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
+  std::cout << fmt::format("# clustersim collective: {} on {} GPUs of {} ({}), algo {}, {} channels\n#\n", o.op,
+                           spec.ranks.size(), cluster.spec.name, cluster.spec.fabric.type, o.algo, spec.channels);
+  std::cout << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "size", "count", "type",
+                           "redop", "root", "time", "algbw", "busbw", "algorithm");
+  std::cout << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "(B)", "(elements)", "", "", "",
+                           "(us)", "(GB/s)", "(GB/s)");
+  const bool reduces = spec.op == Op::all_reduce || spec.op == Op::reduce_scatter;
+  const int root = spec.op == Op::broadcast ? spec.root : -1;
+  double busbw_sum = 0;
+  for (const SweepRow& r : rows) {
+    std::cout << fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {}/{}\n", r.size_bytes,
+                             r.count, spec.type.name, reduces ? "sum" : "none", root, r.time_s * 1e6, r.algbw_GBps,
+                             r.busbw_GBps, r.algorithm, r.protocol);
+    busbw_sum += r.busbw_GBps;
+  }
+  std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : busbw_sum / rows.size());
+}
+
+std::string to_json(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
+  nlohmann::ordered_json j;
+  j["cluster"] = cluster.spec.name;
+  j["op"] = o.op;
+  j["gpus"] = spec.ranks.size();
+  j["algorithm"] = o.algo;
+  j["channels"] = spec.channels;
+  j["type"] = spec.type.name;
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const SweepRow& r : rows)
+    j["rows"].push_back({{"size_bytes", r.size_bytes},
+                         {"count", r.count},
+                         {"time_us", r.time_s * 1e6},
+                         {"algbw_GBps", r.algbw_GBps},
+                         {"busbw_GBps", r.busbw_GBps},
+                         {"algorithm", r.algorithm},
+                         {"protocol", r.protocol}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+void add_collective_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("collective", "nccl-tests-style bandwidth table for one collective");
+  cmd->add_option("--cluster", o->cluster, "cluster YAML file")->required();
+  cmd->add_option("--gpus,-g", o->gpus, "number of GPUs (the cluster's first N)")->required();
+  cmd->add_option("--op", o->op, "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv");
+  cmd->add_option("--algo", o->algo, "algorithm name (see `clustersim list`) or auto");
+  cmd->add_option("--proto", o->proto, "LL, LL128, Simple, ideal, or auto");
+  cmd->add_option("--dtype,-d", o->type, "element type (float)");
+  cmd->add_option("--channels", o->channels, "channels (default: 2 per NIC)");
+  cmd->add_option("-b,--minbytes", o->begin, "smallest size (8)");
+  cmd->add_option("-e,--maxbytes", o->end, "largest size (8G)");
+  cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
+  cmd->add_option("--root", o->root, "broadcast root rank (0)");
+  cmd->add_option("--json", o->json, "also write the rows as JSON to this file");
+  cmd->callback([o] {
+    const Cluster cluster = load_cluster(o->cluster);
+    const SweepSpec spec = make_spec(*o, cluster);
+    const Router router(cluster);
+    FabricEngine engine(cluster);
+    const std::vector<SweepRow> rows = run_sweep(engine, router, spec);
+    print_table(*o, cluster, spec, rows);
+    if (!o->json.empty()) write_file(o->json, to_json(*o, cluster, spec, rows), "--json");
+  });
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,33 @@
+// `clustersim list`: every pluggable thing by name.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "collectives/collective.hpp"
+#include "simulator/cli/commands.hpp"
+#include "topologies/fabric.hpp"
+
+namespace clustersim::cli {
+
+void add_list_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols and fabrics");
+  cmd->callback([] {
+    std::cout << "collective algorithms:\n";
+    for (const Algorithm* a : all_algorithms()) {
+      std::string ops;
+      for (Op op : a->ops()) ops += (ops.empty() ? "" : ", ") + std::string(to_string(op));
+      std::cout << fmt::format("  {:<8} {}  [{}]\n", a->name(), a->description(), ops);
+    }
+    std::cout << "protocols:\n";
+    for (const Protocol& p : nccl_protocols())
+      std::cout << fmt::format("  {:<8} {:.2f} of bandwidth, base latency ring {:.1f} us / tree {:.1f} us, "
+                               "per hop NVLink {:.1f} us / network {:.1f} us\n",
+                               p.name, p.bandwidth_fraction, p.base_latency_ring_s * 1e6, p.base_latency_tree_s * 1e6,
+                               p.hop_latency_nvlink_s * 1e6, p.hop_latency_network_s * 1e6);
+    std::cout << fmt::format("  {:<8} full bandwidth, no protocol latency (closed-form checks)\n", "ideal");
+    std::cout << "fabrics:\n";
+    for (const FabricBuilder* f : all_fabrics()) std::cout << fmt::format("  {:<15} {}\n", f->name(), f->description());
+  });
+}
+
+}  // namespace clustersim::cli

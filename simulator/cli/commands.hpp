@@ -1,0 +1,22 @@
+#pragma once
+// Each CLI subcommand lives in its own file and registers itself on the app.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "topologies/units.hpp"
+
+namespace clustersim::cli {
+
+void add_collective_command(CLI::App& app);
+void add_topology_command(CLI::App& app);
+void add_list_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+/// "8", "64K", "1M", "8G": binary multiples, as nccl-tests reads -b and -e.
+Bytes parse_size(const std::string& text, const std::string& option);
+/// Writes text to a file or throws UserError naming the option.
+void write_file(const std::string& path, const std::string& text, const std::string& option);
+
+}  // namespace clustersim::cli

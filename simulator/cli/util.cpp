@@ -1,0 +1,34 @@
+#include <cctype>
+#include <fstream>
+
+#include "simulator/cli/commands.hpp"
+#include "topologies/user_error.hpp"
+
+namespace clustersim::cli {
+
+Bytes parse_size(const std::string& text, const std::string& option) {
+  auto bad = [&] { return UserError("command line", 0, option, "expected a size like 8, 64K, 1M or 8G, got '" + text + "'"); };
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) throw bad();
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string suffix = text.substr(used);
+  unsigned long long scale = 1;
+  if (suffix == "K" || suffix == "k") scale = 1ULL << 10;
+  else if (suffix == "M" || suffix == "m") scale = 1ULL << 20;
+  else if (suffix == "G" || suffix == "g") scale = 1ULL << 30;
+  else if (!suffix.empty()) throw bad();
+  return static_cast<Bytes>(value * scale);
+}
+
+void write_file(const std::string& path, const std::string& text, const std::string& option) {
+  std::ofstream out(path);
+  if (!out) throw UserError(path, 0, option, "cannot open the file for writing");
+  out << text;
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,75 @@
+#include "simulator/collective_sweep.hpp"
+
+#include <cmath>
+
+namespace clustersim {
+
+std::optional<DataType> find_data_type(const std::string& name) {
+  static const std::vector<DataType> types{{"int8", 1}, {"uint8", 1}, {"half", 2}, {"bfloat16", 2},
+                                           {"float", 4}, {"int32", 4}, {"double", 8}, {"int64", 8}};
+  for (const DataType& t : types)
+    if (t.name == name) return t;
+  return std::nullopt;
+}
+
+std::vector<Bytes> geometric_sizes(Bytes min_bytes, Bytes max_bytes, double factor) {
+  std::vector<Bytes> sizes;
+  for (double s = static_cast<double>(min_bytes); s <= static_cast<double>(max_bytes) * (1 + 1e-12); s *= factor) {
+    sizes.push_back(static_cast<Bytes>(std::llround(s)));
+    if (factor <= 1.0) break;
+  }
+  return sizes;
+}
+
+Bytes aligned_size(Op op, Bytes size_bytes, Bytes type_bytes, int ranks) {
+  Bytes unit = type_bytes;
+  if (op == Op::all_gather || op == Op::reduce_scatter || op == Op::all_to_all) unit *= static_cast<Bytes>(ranks);
+  if (op == Op::all_to_all) unit *= static_cast<Bytes>(ranks);
+  return size_bytes / unit * unit;
+}
+
+Seconds time_collective(FabricEngine& engine, const Router& router, const Algorithm& algorithm,
+                        const CollectiveRequest& request) {
+  return makespan(engine.run(algorithm.lower(router, request)));
+}
+
+std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const SweepSpec& spec) {
+  std::vector<const Algorithm*> out;
+  CollectiveRequest probe;
+  probe.op = spec.op;
+  probe.ranks = spec.ranks;
+  for (const Algorithm* a : all_algorithms()) {
+    if (spec.algorithm != "auto" && a->name() != spec.algorithm) continue;
+    if (!a->not_applicable(cluster, probe)) out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, const SweepSpec& spec) {
+  std::vector<const Algorithm*> algorithms = candidate_algorithms(router.cluster(), spec);
+  std::vector<Protocol> protocols = spec.protocol ? std::vector<Protocol>{*spec.protocol} : nccl_protocols();
+  const int n = static_cast<int>(spec.ranks.size());
+  std::vector<SweepRow> rows;
+  for (Bytes requested : spec.sizes_bytes) {
+    SweepRow row;
+    row.size_bytes = aligned_size(spec.op, requested, spec.type.size_bytes, n);
+    row.count = row.size_bytes / spec.type.size_bytes;
+    row.time_s = -1;
+    for (const Algorithm* a : algorithms)
+      for (const Protocol& p : protocols) {
+        CollectiveRequest req{spec.op, spec.ranks, row.size_bytes, spec.channels, p, spec.root};
+        const Seconds t = time_collective(engine, router, *a, req);
+        if (row.time_s < 0 || t < row.time_s) {
+          row.time_s = t;
+          row.algorithm = a->name();
+          row.protocol = p.name;
+        }
+      }
+    row.algbw_GBps = row.time_s > 0 ? static_cast<double>(row.size_bytes) / row.time_s / 1e9 : 0.0;
+    row.busbw_GBps = row.algbw_GBps * bus_bandwidth_factor(spec.op, n);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,56 @@
+#pragma once
+// nccl-tests on a simulated cluster: one collective over a range of sizes, each size timed by the
+// engine, with algbw and busbw as nccl-tests defines them. "auto" tries every applicable
+// (algorithm, protocol) pair per size and keeps the fastest, as NCCL's tuner intends to.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/collective.hpp"
+#include "simulator/engine.hpp"
+
+namespace clustersim {
+
+struct DataType {
+  std::string name;
+  Bytes size_bytes;
+};
+std::optional<DataType> find_data_type(const std::string& name);
+
+struct SweepSpec {
+  Op op = Op::all_reduce;
+  std::vector<int> ranks;
+  std::string algorithm = "auto";          // a registered name or "auto"
+  std::optional<Protocol> protocol;        // nullopt: try LL, LL128 and Simple
+  int channels = 1;
+  DataType type{"float", 4};
+  std::vector<Bytes> sizes_bytes;
+  int root = 0;
+};
+
+struct SweepRow {
+  Bytes size_bytes = 0;
+  Bytes count = 0;
+  Seconds time_s = 0;
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+  std::string algorithm;
+  std::string protocol;
+};
+
+/// nccl-tests' size list: min, min*factor, ... up to max (factor 1 with step: not supported).
+std::vector<Bytes> geometric_sizes(Bytes min_bytes, Bytes max_bytes, double factor);
+/// Rounds a size down to what the op can split evenly (a multiple of type size, times ranks where
+/// the buffer is per rank), as nccl-tests does.
+Bytes aligned_size(Op op, Bytes size_bytes, Bytes type_bytes, int ranks);
+
+/// Times one request with one algorithm.
+Seconds time_collective(FabricEngine& engine, const Router& router, const Algorithm& algorithm,
+                        const CollectiveRequest& request);
+
+/// Algorithms that can run `op` on `cluster` (the named one, or all applicable for "auto").
+std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const SweepSpec& spec);
+
+std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, const SweepSpec& spec);
+
+}  // namespace clustersim

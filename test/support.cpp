@@ -1,0 +1,61 @@
+#include "support.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace clustersim::test {
+
+std::string source_path(const std::string& relative) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/" + relative; }
+
+Cluster cluster_from_yaml(const std::string& yaml, const std::string& name) {
+  return build_cluster(parse_cluster_spec(YamlField::load_string(yaml, name)));
+}
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+std::string shipped_with(const std::string& relative, const std::string& from, const std::string& to) {
+  std::string text = slurp(source_path(relative));
+  if (from.empty()) return text;
+  std::size_t at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("'" + from + "' not in " + relative);
+  for (; at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  return text;
+}
+
+std::string temp_file(const std::string& text, const std::string& suffix) {
+  std::string pattern = "/tmp/clustersim-test-XXXXXX" + suffix;
+  int fd = mkstemps(pattern.data(), static_cast<int>(suffix.size()));
+  if (fd < 0) throw std::runtime_error("mkstemps failed");
+  close(fd);
+  std::ofstream(pattern) << text;
+  return pattern;
+}
+
+CliResult run_cli(const std::string& args) {
+  const std::string out = temp_file("", ".out"), err = temp_file("", ".err");
+  const std::string cmd = std::string(CLUSTERSIM_BINARY) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.stdout_text = slurp(out);
+  r.stderr_text = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+}  // namespace clustersim::test

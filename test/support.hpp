@@ -1,0 +1,29 @@
+#pragma once
+// Shared test helpers: paths into the source tree, cluster YAML built in the test, running the CLI.
+#include <string>
+
+#include "topologies/cluster.hpp"
+
+namespace clustersim::test {
+
+/// Absolute path of a file in the source tree, e.g. source_path("scenarios/clusters/x.yaml").
+std::string source_path(const std::string& relative);
+
+/// A cluster from YAML text (named `name` in errors).
+Cluster cluster_from_yaml(const std::string& yaml, const std::string& name = "test.yaml");
+
+/// The text of a shipped file with every occurrence of `from` replaced by `to`.
+std::string shipped_with(const std::string& relative, const std::string& from, const std::string& to);
+
+struct CliResult {
+  int exit_code = 0;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+/// Runs the built clustersim binary with `args` (a shell-quoted string).
+CliResult run_cli(const std::string& args);
+
+/// Writes text to a fresh temporary file and returns its path.
+std::string temp_file(const std::string& text, const std::string& suffix = ".yaml");
+
+}  // namespace clustersim::test

@@ -1,0 +1,98 @@
+#include "topologies/cluster_spec.hpp"
+
+#include "topologies/fabric.hpp"
+
+namespace clustersim {
+
+namespace {
+
+LinkSpec read_link(const YamlField& f, const ClusterSpec& spec, const char* bandwidth_key) {
+  LinkSpec link;
+  YamlField type = f.child("link_type");
+  link.type = type.as_string();
+  if (!spec.link_types.count(link.type)) type.fail("expected a link type declared under link_types");
+  const double bw = f.child(bandwidth_key).as_positive();
+  link.bandwidth_Bps = std::string(bandwidth_key) == "bandwidth_Gbps" ? gbit_per_s(bw) : gbyte_per_s(bw);
+  link.latency_s = microseconds(f.child("latency_us").as_non_negative());
+  return link;
+}
+
+NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
+  f.expect_keys({"gpus", "scale_up", "nics", "pcie"});
+  NodeSpec node;
+  node.gpus = static_cast<int>(f.child("gpus").as_positive_integer());
+
+  YamlField up = f.child("scale_up");
+  up.expect_keys({"topology", "link_type", "bandwidth_GBps", "latency_us"});
+  node.scale_up = up.child("topology").as_choice({"nvswitch", "full_mesh"}) == "nvswitch" ? ScaleUp::nvswitch
+                                                                                           : ScaleUp::full_mesh;
+  node.scale_up_link = read_link(up, spec, "bandwidth_GBps");
+
+  YamlField nics = f.child("nics");
+  nics.expect_keys({"count", "link_type", "bandwidth_Gbps", "latency_us", "gpus"});
+  node.nics = static_cast<int>(nics.child("count").as_positive_integer());
+  node.nic_link = read_link(nics, spec, "bandwidth_Gbps");
+  YamlField next_to = nics.child("gpus");
+  if (next_to.size() != static_cast<std::size_t>(node.nics))
+    next_to.fail("expected one GPU index per NIC (" + std::to_string(node.nics) + ")");
+  for (std::size_t i = 0; i < next_to.size(); ++i) {
+    long g = next_to.element(i).as_integer();
+    if (g < 0 || g >= node.gpus) next_to.element(i).fail("expected a GPU index in [0, " + std::to_string(node.gpus) + ")");
+    node.nic_gpu.push_back(static_cast<int>(g));
+  }
+  YamlField pcie = f.child("pcie");
+  pcie.expect_keys({"link_type", "bandwidth_GBps", "latency_us"});
+  node.pcie_link = read_link(pcie, spec, "bandwidth_GBps");
+  return node;
+}
+
+FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
+  f.expect_keys({"type", "nodes", "nodes_per_unit", "link_type", "bandwidth_Gbps", "latency_us", "tiers"});
+  FabricSpec fabric;
+  YamlField type = f.child("type");
+  fabric.type = type.as_string();
+  const FabricBuilder* builder = find_fabric(fabric.type);
+  if (!builder) type.fail("expected a fabric type, one of: " + fabric_names());
+  fabric.nodes = static_cast<int>(f.child("nodes").as_positive_integer());
+  if (auto u = f.find("nodes_per_unit")) fabric.nodes_per_unit = static_cast<int>(u->as_positive_integer());
+  fabric.switch_link = read_link(f, spec, "bandwidth_Gbps");
+  if (auto tiers = f.find("tiers")) {
+    for (std::size_t i = 0; i < tiers->size(); ++i) {
+      YamlField t = tiers->element(i);
+      t.expect_keys({"radix", "oversubscription"});
+      TierSpec tier;
+      tier.radix = static_cast<int>(t.child("radix").as_positive_integer());
+      if (auto o = t.find("oversubscription")) tier.oversubscription = o->as_positive();
+      fabric.tiers.push_back(tier);
+    }
+  }
+  builder->validate(fabric, spec.node, f);
+  return fabric;
+}
+
+}  // namespace
+
+ClusterSpec parse_cluster_spec(const YamlField& root) {
+  root.expect_keys({"name", "description", "gpu", "link_types", "node", "fabric"});
+  ClusterSpec spec;
+  spec.file = root.file();
+  spec.name = root.child("name").as_string();
+  spec.gpu = root.child("gpu").as_string();
+  YamlField types = root.child("link_types");
+  if (!types.is_map()) types.fail("expected a mapping of link type names");
+  for (const auto& kv : types.node()) {
+    const std::string name = kv.first.as<std::string>();
+    YamlField t = types.child(name);
+    t.expect_keys({"bandwidth_efficiency", "note"});
+    LinkType lt{name, t.child("bandwidth_efficiency").as_positive()};
+    if (lt.bandwidth_efficiency > 1.0) t.child("bandwidth_efficiency").fail("expected a fraction in (0, 1]");
+    spec.link_types[name] = lt;
+  }
+  spec.node = read_node(root.child("node"), spec);
+  spec.fabric = read_fabric(root.child("fabric"), spec);
+  return spec;
+}
+
+ClusterSpec load_cluster_spec(const std::string& path) { return parse_cluster_spec(YamlField::load_file(path)); }
+
+}  // namespace clustersim

@@ -1,0 +1,68 @@
+#pragma once
+// A cluster as the user writes it: node, NICs, fabric and per-link-type calibration. Pure data,
+// read from YAML by load_cluster_spec(); the graph is built from it by build_cluster().
+#include <map>
+#include <string>
+#include <vector>
+
+#include "topologies/units.hpp"
+#include "topologies/yaml_reader.hpp"
+
+namespace clustersim {
+
+/// Calibration of one link type: the fraction of line rate that a long transfer achieves.
+/// One value per link type, fixed in the cluster file before any comparison.
+struct LinkType {
+  std::string name;
+  double bandwidth_efficiency = 1.0;
+};
+
+/// A physical link class with its line rate and latency.
+struct LinkSpec {
+  std::string type;  // key into ClusterSpec::link_types
+  BytesPerSecond bandwidth_Bps = 0;
+  Seconds latency_s = 0;
+};
+
+enum class ScaleUp { nvswitch, full_mesh };
+
+struct NodeSpec {
+  int gpus = 0;
+  ScaleUp scale_up = ScaleUp::nvswitch;
+  LinkSpec scale_up_link;      // nvswitch: per GPU per direction; full_mesh: per GPU pair per direction
+  int nics = 0;
+  LinkSpec nic_link;           // NIC <-> first switch
+  std::vector<int> nic_gpu;    // nic_gpu[i]: the GPU NIC i sits next to
+  LinkSpec pcie_link;          // GPU <-> its NIC
+};
+
+struct TierSpec {
+  int radix = 0;
+  double oversubscription = 1.0;  // down:up port ratio of this tier's switches
+};
+
+struct FabricSpec {
+  std::string type;            // a registered fabric builder: single_switch, fat_tree, rail_optimized
+  int nodes = 0;
+  int nodes_per_unit = 0;      // rail_optimized: nodes per scalable unit
+  LinkSpec switch_link;        // switch <-> switch
+  std::vector<TierSpec> tiers; // tier 1 = leaves
+};
+
+struct ClusterSpec {
+  std::string file;
+  std::string name;
+  std::string gpu;
+  std::map<std::string, LinkType> link_types;
+  NodeSpec node;
+  FabricSpec fabric;
+
+  int gpu_count() const { return fabric.nodes * node.gpus; }
+  double efficiency(const std::string& link_type) const { return link_types.at(link_type).bandwidth_efficiency; }
+};
+
+/// Reads and validates a cluster file. Throws UserError on any bad field.
+ClusterSpec load_cluster_spec(const std::string& path);
+ClusterSpec parse_cluster_spec(const YamlField& root);
+
+}  // namespace clustersim

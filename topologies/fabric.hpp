@@ -1,0 +1,47 @@
+#pragma once
+// Fabrics are pluggable: each kind registers a builder by name, and the YAML field fabric.type picks
+// one. A builder checks its fields against the node, then wires the nodes' NICs into switches.
+#include <string>
+#include <vector>
+
+#include "topologies/cluster_spec.hpp"
+
+namespace clustersim {
+
+struct Cluster;
+
+class FabricBuilder {
+ public:
+  virtual ~FabricBuilder() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  /// Throws UserError (through `field`) when the spec cannot be built.
+  virtual void validate(const FabricSpec& fabric, const NodeSpec& node, const YamlField& field) const = 0;
+  /// Adds the switches and links; the nodes (GPUs, NVSwitch, NICs) already exist.
+  virtual void build(Cluster& cluster) const = 0;
+};
+
+const FabricBuilder* find_fabric(const std::string& name);
+std::vector<const FabricBuilder*> all_fabrics();
+std::string fabric_names();
+
+/// Down and up ports of a switch of `radix` ports at a down:up ratio of `oversubscription`.
+struct PortSplit {
+  int down = 0;
+  int up = 0;
+};
+PortSplit split_ports(const TierSpec& tier);
+
+/// The Clos layers above a set of leaves. `pods` partitions the leaves; with two tiers it must be a
+/// single pod. Spines of a pod connect to every leaf of the pod, cores of plane j to spine j of every
+/// pod, each pair by an equal number of parallel links.
+void build_clos_above(Cluster& cluster, const std::vector<std::vector<int>>& pods, const std::vector<TierSpec>& tiers);
+/// The switch counts build_clos_above would produce, for validation: {spines per pod, cores per plane}.
+struct ClosShape {
+  int spines_per_pod = 0;
+  int cores_per_plane = 0;
+  std::string problem;  // empty when buildable
+};
+ClosShape clos_shape(int pods, int leaves_per_pod, const std::vector<TierSpec>& tiers);
+
+}  // namespace clustersim

@@ -1,0 +1,86 @@
+// The Clos layers shared by the fat-tree and rail-optimized fabrics.
+#include <cmath>
+
+#include "topologies/cluster.hpp"
+#include "topologies/fabric.hpp"
+
+namespace clustersim {
+
+PortSplit split_ports(const TierSpec& tier) {
+  const int down = static_cast<int>(std::lround(tier.radix * tier.oversubscription / (tier.oversubscription + 1.0)));
+  return PortSplit{down, tier.radix - down};
+}
+
+namespace {
+
+int ceil_div(long a, long b) { return static_cast<int>((a + b - 1) / b); }
+
+/// Fewest switches that each take an equal share of `uplinks_per_lower` from every lower switch,
+/// with `lowers` switches below and `ports` ports down per switch: the smallest divisor of the
+/// uplink count that fits. It reproduces NVIDIA's SuperPOD spine counts (4, 8, 16, 16 for 1-4 SUs).
+int switches_needed(int lowers, int uplinks_per_lower, int ports) {
+  const int at_least = ceil_div(static_cast<long>(lowers) * uplinks_per_lower, ports);
+  for (int n = at_least; n <= uplinks_per_lower; ++n)
+    if (uplinks_per_lower % n == 0) return n;
+  return -1;
+}
+
+}  // namespace
+
+ClosShape clos_shape(int pods, int leaves_per_pod, const std::vector<TierSpec>& tiers) {
+  ClosShape shape;
+  const PortSplit leaf = split_ports(tiers[0]);
+  if (leaf.down < 1 || leaf.up < 1) {
+    shape.problem = "leaf radix and oversubscription leave no down or no up ports";
+    return shape;
+  }
+  const PortSplit spine = split_ports(tiers[1]);
+  const int spine_down = tiers.size() == 2 ? tiers[1].radix : spine.down;
+  if (tiers.size() == 2 && pods != 1) {
+    shape.problem = "a 2-tier fabric has a single pod";
+    return shape;
+  }
+  shape.spines_per_pod = switches_needed(leaves_per_pod, leaf.up, spine_down);
+  if (shape.spines_per_pod < 0) {
+    shape.problem = "too many leaves (" + std::to_string(leaves_per_pod) + ") for spines of radix " +
+                    std::to_string(tiers[1].radix) + (tiers.size() == 2 ? "; add a core tier" : "");
+    return shape;
+  }
+  if (tiers.size() == 3) {
+    if (spine.up < 1) {
+      shape.problem = "spine oversubscription leaves no up ports for the core tier";
+      return shape;
+    }
+    shape.cores_per_plane = switches_needed(pods, spine.up, tiers[2].radix);
+    if (shape.cores_per_plane < 0)
+      shape.problem = "too many pods (" + std::to_string(pods) + ") for core switches of radix " +
+                      std::to_string(tiers[2].radix);
+  }
+  return shape;
+}
+
+void build_clos_above(Cluster& c, const std::vector<std::vector<int>>& pods, const std::vector<TierSpec>& tiers) {
+  const ClosShape shape = clos_shape(static_cast<int>(pods.size()), static_cast<int>(pods.front().size()), tiers);
+  const int leaf_up = split_ports(tiers[0]).up;
+  std::vector<std::vector<int>> spines_of_pod;
+  for (std::size_t p = 0; p < pods.size(); ++p) {
+    std::vector<int> spines;
+    for (int s = 0; s < shape.spines_per_pod; ++s)
+      spines.push_back(c.add_switch(2, pods.size() == 1 ? "spine" + std::to_string(s)
+                                                         : "pod" + std::to_string(p) + ".spine" + std::to_string(s)));
+    for (int leaf : pods[p])
+      for (int k = 0; k < leaf_up; ++k) c.connect_switches(leaf, spines[k % shape.spines_per_pod]);
+    spines_of_pod.push_back(spines);
+  }
+  if (tiers.size() < 3) return;
+  const int spine_up = split_ports(tiers[1]).up;
+  for (int plane = 0; plane < shape.spines_per_pod; ++plane) {
+    std::vector<int> cores;
+    for (int k = 0; k < shape.cores_per_plane; ++k)
+      cores.push_back(c.add_switch(3, "plane" + std::to_string(plane) + ".core" + std::to_string(k)));
+    for (const auto& spines : spines_of_pod)
+      for (int k = 0; k < spine_up; ++k) c.connect_switches(spines[plane], cores[k % shape.cores_per_plane]);
+  }
+}
+
+}  // namespace clustersim

@@ -1,0 +1,153 @@
+#include "topologies/yaml_reader.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "topologies/user_error.hpp"
+
+namespace clustersim {
+
+namespace {
+std::string join(std::initializer_list<const char*> items) {
+  std::string out;
+  for (const char* s : items) out += (out.empty() ? "" : ", ") + std::string(s);
+  return out;
+}
+std::string describe(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+}  // namespace
+
+YamlField::YamlField(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int fallback_line)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), fallback_line_(fallback_line) {}
+
+YamlField YamlField::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(path, 0, "", "cannot open file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return load_string(buf.str(), path);
+}
+
+YamlField YamlField::load_string(const std::string& text, const std::string& name) {
+  auto file = std::make_shared<const std::string>(name);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw UserError(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", "malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw UserError(name, 1, "", "expected a mapping at the top level");
+  return YamlField(root, file, "", 1);
+}
+
+int YamlField::line() const {
+  if (node_.IsDefined() && !node_.Mark().is_null()) return node_.Mark().line + 1;
+  return fallback_line_;
+}
+
+void YamlField::fail(const std::string& expected) const { throw UserError(*file_, line(), path_, expected); }
+
+YamlField YamlField::child(const std::string& key) const {
+  auto found = find(key);
+  if (!found) {
+    if (!node_.IsMap()) fail("expected a mapping with field '" + key + "'");
+    throw UserError(*file_, line(), path_.empty() ? key : path_ + "." + key, "missing required field");
+  }
+  return *found;
+}
+
+std::optional<YamlField> YamlField::find(const std::string& key) const {
+  if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_));
+  YAML::Node n = node_[key];
+  if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+  return YamlField(n, file_, path_.empty() ? key : path_ + "." + key, line());
+}
+
+YamlField YamlField::element(std::size_t i) const {
+  if (!node_.IsSequence()) fail("expected a list, got " + describe(node_));
+  return YamlField(node_[i], file_, path_ + "[" + std::to_string(i) + "]", line());
+}
+
+std::size_t YamlField::size() const {
+  if (!node_.IsSequence()) fail("expected a list, got " + describe(node_));
+  return node_.size();
+}
+
+void YamlField::expect_keys(std::initializer_list<const char*> allowed) const {
+  if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_));
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.as<std::string>();
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || key == a;
+    if (!ok) {
+      int at = kv.first.Mark().is_null() ? line() : kv.first.Mark().line + 1;
+      throw UserError(*file_, at, path_.empty() ? key : path_ + "." + key,
+                      "unknown key (expected one of: " + join(allowed) + ")");
+    }
+  }
+}
+
+std::string YamlField::as_string() const {
+  if (!node_.IsScalar()) fail("expected a string, got " + describe(node_));
+  return node_.Scalar();
+}
+
+double YamlField::as_number() const {
+  if (!node_.IsScalar()) fail("expected a number, got " + describe(node_));
+  double v = 0;
+  if (!YAML::convert<double>::decode(node_, v) || !std::isfinite(v))
+    fail("expected a number, got " + describe(node_));
+  return v;
+}
+
+double YamlField::as_positive() const {
+  double v = as_number();
+  if (!(v > 0)) fail("expected a positive number, got " + describe(node_));
+  return v;
+}
+
+double YamlField::as_non_negative() const {
+  double v = as_number();
+  if (v < 0) fail("expected a number >= 0, got " + describe(node_));
+  return v;
+}
+
+long YamlField::as_integer() const {
+  if (!node_.IsScalar()) fail("expected an integer, got " + describe(node_));
+  long v = 0;
+  if (!YAML::convert<long>::decode(node_, v)) fail("expected an integer, got " + describe(node_));
+  return v;
+}
+
+long YamlField::as_positive_integer() const {
+  long v = as_integer();
+  if (v <= 0) fail("expected a positive integer, got " + describe(node_));
+  return v;
+}
+
+bool YamlField::as_bool() const {
+  bool v = false;
+  if (!node_.IsScalar() || !YAML::convert<bool>::decode(node_, v))
+    fail("expected true or false, got " + describe(node_));
+  return v;
+}
+
+std::vector<long> YamlField::as_integer_list() const {
+  std::vector<long> out;
+  for (std::size_t i = 0; i < size(); ++i) out.push_back(element(i).as_integer());
+  return out;
+}
+
+std::string YamlField::as_choice(std::initializer_list<const char*> choices) const {
+  std::string v = as_string();
+  for (const char* c : choices)
+    if (v == c) return v;
+  fail("expected one of: " + join(choices) + "; got '" + v + "'");
+}
+
+}  // namespace clustersim

@@ -1,0 +1,56 @@
+#pragma once
+// Typed, path-tracking access to YAML. Every read either returns a value of the asked type or
+// throws a UserError naming file, line and field path; unknown keys are errors, not ignored.
+#include <yaml-cpp/yaml.h>
+
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace clustersim {
+
+class YamlField {
+ public:
+  /// Parses a file; malformed YAML or a missing file becomes a UserError.
+  static YamlField load_file(const std::string& path);
+  /// Parses text that stands for a file named `name` (tests, --set values).
+  static YamlField load_string(const std::string& text, const std::string& name);
+
+  YamlField child(const std::string& key) const;                   // required
+  std::optional<YamlField> find(const std::string& key) const;     // optional
+  YamlField element(std::size_t i) const;
+  std::size_t size() const;
+  bool is_map() const { return node_.IsMap(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+
+  /// Rejects any key not listed, naming the allowed ones.
+  void expect_keys(std::initializer_list<const char*> allowed) const;
+
+  std::string as_string() const;
+  double as_number() const;
+  double as_positive() const;       // > 0
+  double as_non_negative() const;   // >= 0
+  long as_integer() const;
+  long as_positive_integer() const;
+  bool as_bool() const;
+  std::vector<long> as_integer_list() const;
+  /// A string among `choices`.
+  std::string as_choice(std::initializer_list<const char*> choices) const;
+
+  [[noreturn]] void fail(const std::string& expected) const;
+  int line() const;
+  const std::string& path() const { return path_; }
+  const std::string& file() const { return *file_; }
+  const YAML::Node& node() const { return node_; }
+
+ private:
+  YamlField(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int fallback_line);
+  YAML::Node node_;
+  std::shared_ptr<const std::string> file_;
+  std::string path_;
+  int fallback_line_;  // line of the parent, for fields that are absent
+};
+
+}  // namespace clustersim
