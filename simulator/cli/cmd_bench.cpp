@@ -1,4 +1,138 @@
+// `clustersim bench`: how fast the engine simulates one large ring all-reduce, per GPU count.
+// Each case runs in a forked child so its peak memory is its own (SimGrid also allows one platform
+// per process). Times are medians over --repeat runs of lowering + simulation.
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "collectives/collective.hpp"
 #include "simulator/cli/commands.hpp"
+#include "simulator/engine.hpp"
+#include "topologies/user_error.hpp"
+
 namespace clustersim::cli {
-void add_bench_command(CLI::App& app) { app.add_subcommand("bench", "engine speed"); }
+
+namespace {
+
+struct BenchOptions {
+  std::string cluster = "scenarios/clusters/dgx-h100-superpod-16k.yaml";
+  std::vector<int> gpus{256, 1024, 4096};
+  std::string size = "1G";
+  std::string algo = "ring";
+  int repeat = 5;
+};
+
+struct Measurement {
+  double setup_s = 0;     // cluster graph + SimGrid platform
+  double median_s = 0;    // lowering + simulation
+  double simulated_s = 0;
+  long peak_rss_kib = 0;
+  std::size_t flows = 0;
+  std::size_t link_hops = 0;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Measurement measure(const BenchOptions& o, int gpus, Bytes size) {
+  Measurement m;
+  auto t0 = std::chrono::steady_clock::now();
+  const Cluster cluster = load_cluster(o.cluster);
+  const Router router(cluster);
+  FabricEngine engine(cluster);
+  m.setup_s = seconds_since(t0);
+  CollectiveRequest req;
+  req.op = Op::all_reduce;
+  for (int g = 0; g < gpus; ++g) req.ranks.push_back(g);
+  req.size_bytes = size;
+  req.channels = 2 * cluster.nics_per_node();
+  req.protocol = *find_protocol("Simple");
+  const Algorithm* algorithm = find_algorithm(o.algo);
+  std::vector<double> walls;
+  for (int r = 0; r < o.repeat; ++r) {
+    t0 = std::chrono::steady_clock::now();
+    const FlowGraph graph = algorithm->lower(router, req);
+    m.simulated_s = makespan(engine.run(graph));
+    walls.push_back(seconds_since(t0));
+    m.flows = graph.flows.size();
+    m.link_hops = 0;
+    for (const Flow& f : graph.flows) m.link_hops += f.links.size();
+  }
+  std::sort(walls.begin(), walls.end());
+  m.median_s = walls[walls.size() / 2];
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  m.peak_rss_kib = usage.ru_maxrss;
+  return m;
+}
+
+/// Runs measure() in a child process and reads its result back through a pipe.
+Measurement measure_in_child(const BenchOptions& o, int gpus, Bytes size) {
+  std::cout.flush();  // the child must not inherit (and print again) buffered output
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const Measurement m = measure(o, gpus, size);
+    const std::string line = fmt::format("{} {} {} {} {} {}\n", m.setup_s, m.median_s, m.simulated_s, m.peak_rss_kib,
+                                         m.flows, m.link_hops);
+    if (write(fds[1], line.data(), line.size()) < 0) _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[256];
+  for (ssize_t got; (got = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(got));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("benchmark child failed");
+  Measurement m;
+  std::istringstream(text) >> m.setup_s >> m.median_s >> m.simulated_s >> m.peak_rss_kib >> m.flows >> m.link_hops;
+  return m;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "engine speed: one large collective per GPU count");
+  cmd->add_option("--cluster", o->cluster, "cluster YAML (default: the 16K-GPU H100 SuperPOD)");
+  cmd->add_option("--gpus", o->gpus, "GPU counts")->delimiter(',');
+  cmd->add_option("--size", o->size, "all-reduce size (1G)");
+  cmd->add_option("--algo", o->algo, "all-reduce algorithm (ring)");
+  cmd->add_option("--repeat", o->repeat, "runs per case; the median is reported (5)");
+  cmd->callback([o] {
+    const Bytes size = parse_size(o->size, "--size");
+    const Cluster probe = load_cluster(o->cluster);  // validates the file and the GPU counts up front
+    for (int g : o->gpus)
+      if (g < 2 || g > probe.gpu_count())
+        throw UserError(o->cluster, 0, "--gpus", fmt::format("expected 2 to {} GPUs, got {}", probe.gpu_count(), g));
+    const Algorithm* a = find_algorithm(o->algo);
+    if (!a || !a->supports(Op::all_reduce))
+      throw UserError("command line", 0, "--algo", "expected an all-reduce algorithm: ring or tree");
+    if (o->repeat < 1) throw UserError("command line", 0, "--repeat", "expected at least 1");
+    std::cout << fmt::format("# clustersim bench: {} all-reduce of {} B on {} ({} GPUs), {} channels, "
+                             "median of {} runs\n",
+                             o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), o->repeat);
+    std::cout << fmt::format("# {:>6} {:>8} {:>10} {:>10} {:>12} {:>10} {:>14} {:>12}\n", "gpus", "flows", "link-hops",
+                             "setup(s)", "simulate(s)", "peak(MiB)", "simulated(ms)", "busbw(GB/s)");
+    for (int g : o->gpus) {
+      const Measurement m = measure_in_child(*o, g, size);
+      const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(Op::all_reduce, g);
+      std::cout << fmt::format("  {:>6} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>10.1f} {:>14.3f} {:>12.1f}\n", g, m.flows,
+                               m.link_hops, m.setup_s, m.median_s, m.peak_rss_kib / 1024.0, m.simulated_s * 1e3, busbw);
+    }
+  });
+}
+
 }  // namespace clustersim::cli

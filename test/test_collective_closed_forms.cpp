@@ -1,0 +1,90 @@
+// Closed forms the collectives must reproduce exactly (relative error < 1e-9) on a uniform single
+// switch: n GPUs on one NVSwitch, every GPU-switch link with latency a/2 and bandwidth B per
+// direction, so a GPU-to-GPU hop costs a + S/B. One channel unless stated, no protocol overhead.
+#include <catch2/catch.hpp>
+
+#include "collectives/collective.hpp"
+#include "simulator/engine.hpp"
+#include "support.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+constexpr int kGpus = 8;
+constexpr double kBandwidth = 100e9;   // B, bytes/s
+constexpr double kHopLatency = 2e-6;   // a, two links of 1 us
+
+const char* kUniformSwitch = R"(
+name: uniform-switch
+gpu: H100-SXM
+link_types:
+  ideal: {bandwidth_efficiency: 1.0}
+node:
+  gpus: 8
+  scale_up: {topology: nvswitch, link_type: ideal, bandwidth_GBps: 100, latency_us: 1}
+  nics: {count: 1, link_type: ideal, bandwidth_Gbps: 400, latency_us: 1, gpus: [0]}
+  pcie: {link_type: ideal, bandwidth_GBps: 64, latency_us: 0.5}
+fabric: {type: single_switch, nodes: 1, link_type: ideal, bandwidth_Gbps: 400, latency_us: 1}
+)";
+
+Seconds simulate(Op op, const char* algorithm, Bytes size, int channels = 1) {
+  static const Cluster cluster = test::cluster_from_yaml(kUniformSwitch);
+  static const Router router(cluster);
+  static FabricEngine engine(cluster);
+  CollectiveRequest req;
+  req.op = op;
+  for (int g = 0; g < kGpus; ++g) req.ranks.push_back(g);
+  req.size_bytes = size;
+  req.channels = channels;
+  req.protocol = ideal_protocol();
+  return makespan(engine.run(find_algorithm(algorithm)->lower(router, req)));
+}
+
+void check_exact(Seconds simulated, Seconds closed_form) {
+  INFO("simulated " << simulated << " s, closed form " << closed_form << " s");
+  CHECK(std::abs(simulated - closed_form) / closed_form < 1e-9);
+}
+
+const double n = kGpus;
+const Bytes kSizes[] = {8 * 1024, 8 * 1024 * 1024, 1024ULL * 1024 * 1024};
+
+}  // namespace
+
+TEST_CASE("ring all-reduce takes 2(n-1)(a + S/(nB))") {
+  for (Bytes s : kSizes) check_exact(simulate(Op::all_reduce, "ring", s), 2 * (n - 1) * (kHopLatency + s / (n * kBandwidth)));
+}
+
+TEST_CASE("ring all-reduce over 4 channels takes as long as over one when they share the links") {
+  // Each channel gets B/4 and moves S/4: the bandwidth term is unchanged and so is the latency.
+  const Bytes s = 1024ULL * 1024 * 1024;
+  check_exact(simulate(Op::all_reduce, "ring", s, 4), 2 * (n - 1) * (kHopLatency + s / (n * kBandwidth)));
+}
+
+TEST_CASE("ring all-gather and reduce-scatter take (n-1)(a + S/(nB))") {
+  for (Bytes s : kSizes) {
+    const Seconds expected = (n - 1) * (kHopLatency + s / (n * kBandwidth));
+    check_exact(simulate(Op::all_gather, "ring", s), expected);
+    check_exact(simulate(Op::reduce_scatter, "ring", s), expected);
+  }
+}
+
+TEST_CASE("pipelined ring broadcast takes (n-1)a + S/B") {
+  for (Bytes s : kSizes) check_exact(simulate(Op::broadcast, "ring", s), (n - 1) * kHopLatency + s / kBandwidth);
+}
+
+TEST_CASE("direct all-to-all takes a + (n-1)S/(n^2 B)") {
+  // Every GPU sends S/n to each of n-1 peers; its uplink carries all n-1 of them at once.
+  for (Bytes s : kSizes) check_exact(simulate(Op::all_to_all, "direct", s), kHopLatency + (n - 1) * s / (n * n * kBandwidth));
+}
+
+TEST_CASE("send/recv ring shift takes a + S/B") {
+  for (Bytes s : kSizes) check_exact(simulate(Op::send_recv, "direct", s), kHopLatency + s / kBandwidth);
+}
+
+TEST_CASE("tree all-reduce inside one node is a chain: 2(n-1)a + 2S/B") {
+  // One node: the tree degenerates to NCCL's intra-node chain. Reduce flows up and broadcast flows
+  // down at once; an inner GPU sends S to its parent and S to its child through its one NVSwitch
+  // port, so the bandwidth term is 2S/B, and a chunk crosses n-1 hops up and n-1 down.
+  for (Bytes s : kSizes) check_exact(simulate(Op::all_reduce, "tree", s), 2 * (n - 1) * kHopLatency + 2 * s / kBandwidth);
+}

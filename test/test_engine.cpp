@@ -1,0 +1,158 @@
+// The fabric engine's three promises (issue: engine): a lone flow takes exactly its path latency
+// plus size over the bottleneck; k flows on one link get 1/k of it each; flows that ECMP hashes
+// onto one uplink slow each other down, while flows on disjoint paths do not.
+#include <catch2/catch.hpp>
+
+#include "simulator/engine.hpp"
+#include "support.hpp"
+#include "topologies/router.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+// Two-tier fat-tree of 4-port switches (2 down, 2 up): nodes 0,1 on leaf 0, nodes 2,3 on leaf 1,
+// two spines. One GPU and one NIC per node. Link rates differ so the bottleneck is unambiguous.
+const char* kSmallFatTree = R"(
+name: small-fat-tree
+gpu: H100-SXM
+link_types:
+  nvlink: {bandwidth_efficiency: 1.0}
+  net: {bandwidth_efficiency: 0.5}
+  pcie: {bandwidth_efficiency: 1.0}
+node:
+  gpus: 1
+  scale_up: {topology: nvswitch, link_type: nvlink, bandwidth_GBps: 400, latency_us: 0.1}
+  nics: {count: 1, link_type: net, bandwidth_Gbps: 400, latency_us: 0.7, gpus: [0]}
+  pcie: {link_type: pcie, bandwidth_GBps: 30, latency_us: 0.4}
+fabric:
+  type: fat_tree
+  nodes: 4
+  link_type: net
+  bandwidth_Gbps: 400
+  latency_us: 0.3
+  tiers:
+    - {radix: 4, oversubscription: 1}
+    - {radix: 4}
+)";
+
+Flow flow_along(const Route& r, int src, int dst, Bytes size) {
+  Flow f;
+  f.src_gpu = src;
+  f.dst_gpu = dst;
+  f.links = r.links;
+  f.size_bytes = size;
+  f.latency_s = r.latency_s;
+  return f;
+}
+
+/// The switch-to-switch link a route leaves leaf 0 on.
+LinkId first_uplink(const Cluster& c, const Route& r) {
+  for (LinkDir d : r.links) {
+    const Link& l = c.links[link_of(d)];
+    if (c.graph[l.a].kind == VertexKind::fabric_switch && c.graph[l.b].kind == VertexKind::fabric_switch)
+      return link_of(d);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("a lone flow takes the sum of its latencies plus size over the bottleneck bandwidth") {
+  const Cluster c = test::cluster_from_yaml(kSmallFatTree);
+  const Router router(c);
+  const Route r = router.route(0, 2, flow_hash(0, 2, 0));
+  // GPU-PCIe-NIC-leaf-spine-leaf-NIC-PCIe-GPU: 2 PCIe (0.4 us), 2 NIC ports (0.7 us), 2 switch links (0.3 us).
+  REQUIRE(r.links.size() == 6);
+  const Seconds latency = 2 * 0.4e-6 + 2 * 0.7e-6 + 2 * 0.3e-6;
+  CHECK(r.latency_s == Approx(latency).epsilon(1e-12));
+  // Bottleneck: PCIe at 30 GB/s beats the network's 50 GB/s x 0.5 efficiency = 25 GB/s.
+  const BytesPerSecond bottleneck = 25e9;
+  const Bytes size = 1'000'000'000;
+  FabricEngine engine(c);
+  FlowGraph g;
+  g.add(flow_along(r, 0, 2, size));
+  const Seconds t = makespan(engine.run(g));
+  const Seconds expected = latency + static_cast<double>(size) / bottleneck;
+  CHECK(std::abs(t - expected) / expected < 1e-9);
+}
+
+TEST_CASE("k flows sharing one link each get 1/k of it") {
+  const Cluster c = test::cluster_from_yaml(kSmallFatTree);
+  const Router router(c);
+  FabricEngine engine(c);
+  const Bytes size = 500'000'000;
+  for (int k : {1, 2, 3, 5}) {
+    // k copies of the same GPU0 -> GPU1 route: same leaf, so every link is shared by all k.
+    FlowGraph g;
+    const Route r = router.route(0, 1, flow_hash(0, 1, 0));
+    for (int i = 0; i < k; ++i) g.add(flow_along(r, 0, 1, size));
+    const std::vector<Seconds> finish = engine.run(g);
+    const Seconds expected = r.latency_s + static_cast<double>(k) * size / 25e9;
+    for (Seconds t : finish) CHECK(std::abs(t - expected) / expected < 1e-9);
+  }
+}
+
+TEST_CASE("a link listed twice in one route carries the flow twice") {
+  // Pipelined collectives rely on this: a ring channel's flow lists every hop's links.
+  const Cluster c = test::cluster_from_yaml(kSmallFatTree);
+  const Router router(c);
+  FabricEngine engine(c);
+  Route r = router.route(0, 1, 7);
+  Route twice = r;
+  twice.links.insert(twice.links.end(), r.links.begin(), r.links.end());
+  FlowGraph g;
+  g.add(flow_along(twice, 0, 1, 250'000'000));
+  const Seconds t = makespan(engine.run(g));
+  const Seconds expected = twice.latency_s + 2.0 * 250'000'000 / 25e9;
+  CHECK(std::abs(t - expected) / expected < 1e-9);
+}
+
+TEST_CASE("flows hashed onto one uplink slow each other down but flows on disjoint uplinks do not") {
+  // Make the PCIe links fast so the shared uplink is the bottleneck.
+  std::string yaml = kSmallFatTree;
+  yaml.replace(yaml.find("bandwidth_GBps: 30"), 18, "bandwidth_GBps: 300");
+  const Cluster c = test::cluster_from_yaml(yaml);
+  const Router router(c);
+  // Flows 0->2 and 1->3 both leave leaf 0 upward. Find channels whose hashes collide and ones that don't.
+  const Route a = router.route(0, 2, flow_hash(0, 2, 0));
+  int same = -1, other = -1;
+  for (int ch = 0; ch < 64 && (same < 0 || other < 0); ++ch) {
+    const Route b = router.route(1, 3, flow_hash(1, 3, ch));
+    (first_uplink(c, a) == first_uplink(c, b) ? same : other) = ch;
+  }
+  REQUIRE(same >= 0);
+  REQUIRE(other >= 0);
+  // Routing is deterministic: the same hash gives the same links.
+  CHECK(router.route(1, 3, flow_hash(1, 3, same)).links == router.route(1, 3, flow_hash(1, 3, same)).links);
+
+  FabricEngine engine(c);
+  const Bytes size = 1'000'000'000;
+  const BytesPerSecond uplink = 25e9;  // 50 GB/s x 0.5
+  auto run_pair = [&](int ch) {
+    FlowGraph g;
+    g.add(flow_along(a, 0, 2, size));
+    g.add(flow_along(router.route(1, 3, flow_hash(1, 3, ch)), 1, 3, size));
+    return engine.run(g);
+  };
+  const auto collided = run_pair(same);
+  CHECK(collided[0] == Approx(a.latency_s + 2.0 * size / uplink).epsilon(1e-9));
+  const auto apart = run_pair(other);
+  CHECK(apart[0] == Approx(a.latency_s + 1.0 * size / uplink).epsilon(1e-9));
+}
+
+TEST_CASE("a flow starts only after the flows it depends on finish") {
+  const Cluster c = test::cluster_from_yaml(kSmallFatTree);
+  const Router router(c);
+  FabricEngine engine(c);
+  const Route r = router.route(0, 1, 1);
+  FlowGraph g;
+  const FlowId first = g.add(flow_along(r, 0, 1, 100'000'000));
+  Flow second = flow_along(r, 0, 1, 100'000'000);
+  second.after = {first};
+  g.add(second);
+  const auto finish = engine.run(g);
+  const Seconds one = r.latency_s + 100'000'000 / 25e9;
+  CHECK(finish[0] == Approx(one).epsilon(1e-9));
+  CHECK(finish[1] == Approx(2 * one).epsilon(1e-9));
+}
