@@ -29,7 +29,8 @@ class Direct final : public Algorithm {
     const int n = static_cast<int>(req.ranks.size());
     if (n < 2) return graph;
     if (req.op == Op::all_to_all) {
-      const double per_pair = static_cast<double>(req.size_bytes) / n / n;
+      // nccl-tests' all-to-all size is each rank's send buffer; every peer gets 1/n of it.
+      const double per_pair = static_cast<double>(req.size_bytes) / n;
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j)
           if (i != j) graph.add(pair_flow(router, req, req.ranks[i], req.ranks[j], 0, per_pair));

@@ -24,7 +24,6 @@ std::vector<Bytes> geometric_sizes(Bytes min_bytes, Bytes max_bytes, double fact
 Bytes aligned_size(Op op, Bytes size_bytes, Bytes type_bytes, int ranks) {
   Bytes unit = type_bytes;
   if (op == Op::all_gather || op == Op::reduce_scatter || op == Op::all_to_all) unit *= static_cast<Bytes>(ranks);
-  if (op == Op::all_to_all) unit *= static_cast<Bytes>(ranks);
   return size_bytes / unit * unit;
 }
 

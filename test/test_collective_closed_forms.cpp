@@ -73,9 +73,10 @@ TEST_CASE("pipelined ring broadcast takes (n-1)a + S/B") {
   for (Bytes s : kSizes) check_exact(simulate(Op::broadcast, "ring", s), (n - 1) * kHopLatency + s / kBandwidth);
 }
 
-TEST_CASE("direct all-to-all takes a + (n-1)S/(n^2 B)") {
-  // Every GPU sends S/n to each of n-1 peers; its uplink carries all n-1 of them at once.
-  for (Bytes s : kSizes) check_exact(simulate(Op::all_to_all, "direct", s), kHopLatency + (n - 1) * s / (n * n * kBandwidth));
+TEST_CASE("direct all-to-all takes a + (n-1)S/(nB)") {
+  // S is each rank's send buffer (nccl-tests); every GPU sends S/n to each of n-1 peers at once
+  // through its one NVSwitch port.
+  for (Bytes s : kSizes) check_exact(simulate(Op::all_to_all, "direct", s), kHopLatency + (n - 1) * s / (n * kBandwidth));
 }
 
 TEST_CASE("send/recv ring shift takes a + S/B") {
