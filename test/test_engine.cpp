@@ -11,8 +11,9 @@ using namespace clustersim;
 
 namespace {
 
-// Two-tier fat-tree of 4-port switches (2 down, 2 up): nodes 0,1 on leaf 0, nodes 2,3 on leaf 1,
-// two spines. One GPU and one NIC per node. Link rates differ so the bottleneck is unambiguous.
+// Two-tier fat-tree: leaves of 4 ports (2 down, 2 up), spines of 2 ports, so nodes 0,1 sit on leaf 0,
+// nodes 2,3 on leaf 1, and each leaf has one link to each of two spines. One GPU and one NIC per
+// node. Link rates differ so the bottleneck is unambiguous.
 const char* kSmallFatTree = R"(
 name: small-fat-tree
 gpu: H100-SXM
@@ -33,7 +34,7 @@ fabric:
   latency_us: 0.3
   tiers:
     - {radix: 4, oversubscription: 1}
-    - {radix: 4}
+    - {radix: 2}
 )";
 
 Flow flow_along(const Route& r, int src, int dst, Bytes size) {
@@ -46,14 +47,15 @@ Flow flow_along(const Route& r, int src, int dst, Bytes size) {
   return f;
 }
 
-/// The switch-to-switch link a route leaves leaf 0 on.
-LinkId first_uplink(const Cluster& c, const Route& r) {
+/// The switch-to-switch links of a route.
+std::vector<LinkId> fabric_links(const Cluster& c, const Route& r) {
+  std::vector<LinkId> out;
   for (LinkDir d : r.links) {
     const Link& l = c.links[link_of(d)];
     if (c.graph[l.a].kind == VertexKind::fabric_switch && c.graph[l.b].kind == VertexKind::fabric_switch)
-      return link_of(d);
+      out.push_back(link_of(d));
   }
-  return -1;
+  return out;
 }
 
 }  // namespace
@@ -114,12 +116,16 @@ TEST_CASE("flows hashed onto one uplink slow each other down but flows on disjoi
   yaml.replace(yaml.find("bandwidth_GBps: 30"), 18, "bandwidth_GBps: 300");
   const Cluster c = test::cluster_from_yaml(yaml);
   const Router router(c);
-  // Flows 0->2 and 1->3 both leave leaf 0 upward. Find channels whose hashes collide and ones that don't.
+  // Flows 0->2 and 1->3 both climb from leaf 0 to a spine and come down to leaf 1. Find channels
+  // whose hashes pick the same spine (shared uplink and downlink) and ones that pick the other.
   const Route a = router.route(0, 2, flow_hash(0, 2, 0));
+  REQUIRE(fabric_links(c, a).size() == 2);
   int same = -1, other = -1;
   for (int ch = 0; ch < 64 && (same < 0 || other < 0); ++ch) {
-    const Route b = router.route(1, 3, flow_hash(1, 3, ch));
-    (first_uplink(c, a) == first_uplink(c, b) ? same : other) = ch;
+    const std::vector<LinkId> b = fabric_links(c, router.route(1, 3, flow_hash(1, 3, ch)));
+    const std::vector<LinkId> mine = fabric_links(c, a);
+    if (b == mine) same = ch;
+    if (b[0] != mine[0] && b[1] != mine[1]) other = ch;
   }
   REQUIRE(same >= 0);
   REQUIRE(other >= 0);

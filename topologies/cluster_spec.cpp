@@ -1,10 +1,20 @@
 #include "topologies/cluster_spec.hpp"
 
+#include <limits>
+
 #include "topologies/fabric.hpp"
 
 namespace clustersim {
 
 namespace {
+
+/// A positive count that fits the int the spec keeps it in (a larger one would silently wrap).
+int read_count(const YamlField& f) {
+  const long v = f.as_positive_integer();
+  constexpr int kMax = std::numeric_limits<int>::max();
+  if (v > kMax) f.fail("expected a positive integer up to " + std::to_string(kMax) + ", got " + std::to_string(v));
+  return static_cast<int>(v);
+}
 
 LinkSpec read_link(const YamlField& f, const ClusterSpec& spec, const char* bandwidth_key) {
   LinkSpec link;
@@ -20,7 +30,7 @@ LinkSpec read_link(const YamlField& f, const ClusterSpec& spec, const char* band
 NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
   f.expect_keys({"gpus", "scale_up", "nics", "pcie"});
   NodeSpec node;
-  node.gpus = static_cast<int>(f.child("gpus").as_positive_integer());
+  node.gpus = read_count(f.child("gpus"));
 
   YamlField up = f.child("scale_up");
   up.expect_keys({"topology", "link_type", "bandwidth_GBps", "latency_us"});
@@ -30,7 +40,7 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
 
   YamlField nics = f.child("nics");
   nics.expect_keys({"count", "link_type", "bandwidth_Gbps", "latency_us", "gpus"});
-  node.nics = static_cast<int>(nics.child("count").as_positive_integer());
+  node.nics = read_count(nics.child("count"));
   node.nic_link = read_link(nics, spec, "bandwidth_Gbps");
   YamlField next_to = nics.child("gpus");
   if (next_to.size() != static_cast<std::size_t>(node.nics))
@@ -53,19 +63,23 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   fabric.type = type.as_string();
   const FabricBuilder* builder = find_fabric(fabric.type);
   if (!builder) type.fail("expected a fabric type, one of: " + fabric_names());
-  fabric.nodes = static_cast<int>(f.child("nodes").as_positive_integer());
-  if (auto u = f.find("nodes_per_unit")) fabric.nodes_per_unit = static_cast<int>(u->as_positive_integer());
+  fabric.nodes = read_count(f.child("nodes"));
+  if (auto u = f.find("nodes_per_unit")) fabric.nodes_per_unit = read_count(*u);
   fabric.switch_link = read_link(f, spec, "bandwidth_Gbps");
   if (auto tiers = f.find("tiers")) {
     for (std::size_t i = 0; i < tiers->size(); ++i) {
       YamlField t = tiers->element(i);
       t.expect_keys({"radix", "oversubscription"});
       TierSpec tier;
-      tier.radix = static_cast<int>(t.child("radix").as_positive_integer());
+      tier.radix = read_count(t.child("radix"));
       if (auto o = t.find("oversubscription")) tier.oversubscription = o->as_positive();
       fabric.tiers.push_back(tier);
     }
   }
+  // A bound far above any real cluster that keeps GPU and link ids well inside an int.
+  constexpr long kMaxGpus = 1L << 22;
+  if (static_cast<long>(fabric.nodes) * spec.node.gpus > kMaxGpus)
+    f.child("nodes").fail("expected at most " + std::to_string(kMaxGpus) + " GPUs in all (nodes x node.gpus)");
   builder->validate(fabric, spec.node, f);
   return fabric;
 }
@@ -81,7 +95,8 @@ ClusterSpec parse_cluster_spec(const YamlField& root) {
   YamlField types = root.child("link_types");
   if (!types.is_map()) types.fail("expected a mapping of link type names");
   for (const auto& kv : types.node()) {
-    const std::string name = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) types.fail("expected link type names as keys");
+    const std::string name = kv.first.Scalar();
     YamlField t = types.child(name);
     t.expect_keys({"bandwidth_efficiency", "note"});
     LinkType lt{name, t.child("bandwidth_efficiency").as_positive()};

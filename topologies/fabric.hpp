@@ -25,12 +25,18 @@ const FabricBuilder* find_fabric(const std::string& name);
 std::vector<const FabricBuilder*> all_fabrics();
 std::string fabric_names();
 
+/// Rejects fields the fabric type does not use, so they are never silently ignored.
+void reject_unused_fields(const FabricSpec& fabric, const YamlField& field, bool uses_units, bool uses_tiers);
+
 /// Down and up ports of a switch of `radix` ports at a down:up ratio of `oversubscription`.
 struct PortSplit {
   int down = 0;
   int up = 0;
 };
 PortSplit split_ports(const TierSpec& tier);
+
+/// Every tier below the top must keep at least one port down and one up.
+void check_ports(const FabricSpec& fabric, const YamlField& field);
 
 /// The Clos layers above a set of leaves. `pods` partitions the leaves; with two tiers it must be a
 /// single pod. Spines of a pod connect to every leaf of the pod, cores of plane j to spine j of every

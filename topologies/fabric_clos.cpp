@@ -11,6 +11,14 @@ PortSplit split_ports(const TierSpec& tier) {
   return PortSplit{down, tier.radix - down};
 }
 
+void check_ports(const FabricSpec& fabric, const YamlField& field) {
+  for (std::size_t t = 0; t + 1 < fabric.tiers.size(); ++t) {
+    const PortSplit ports = split_ports(fabric.tiers[t]);
+    if (ports.down < 1 || ports.up < 1)
+      field.child("tiers").element(t).fail("expected a radix and oversubscription that leave ports both down and up");
+  }
+}
+
 namespace {
 
 int ceil_div(long a, long b) { return static_cast<int>((a + b - 1) / b); }

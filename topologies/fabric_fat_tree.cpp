@@ -1,5 +1,6 @@
-// A 2- or 3-tier fat-tree (folded Clos): NIC ports fill leaves in node order, so a node's NICs
-// share a leaf and a leaf holds consecutive nodes, as in a cabling plan without rails.
+// A 2- or 3-tier fat-tree (folded Clos): NIC ports fill leaves in port order (node by node), as in a
+// cabling plan without rails. A node's NICs may straddle two leaves when a leaf's down ports are not
+// a multiple of the NICs per node.
 #include "topologies/cluster.hpp"
 #include "topologies/fabric.hpp"
 
@@ -30,7 +31,9 @@ class FatTree final : public FabricBuilder {
   std::string name() const override { return "fat_tree"; }
   std::string description() const override { return "2- or 3-tier folded Clos, NICs fill leaves in node order"; }
   void validate(const FabricSpec& f, const NodeSpec& n, const YamlField& field) const override {
+    reject_unused_fields(f, field, false, true);
     if (f.tiers.size() != 2 && f.tiers.size() != 3) field.child("tiers").fail("expected 2 or 3 tiers");
+    check_ports(f, field);
     const Layout l = layout(f, n);
     std::vector<TierSpec> tiers = f.tiers;
     if (l.pods == 1 && tiers.size() == 3) tiers.pop_back();  // one pod needs no core

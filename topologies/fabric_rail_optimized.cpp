@@ -25,6 +25,7 @@ class RailOptimized final : public FabricBuilder {
   void validate(const FabricSpec& f, const NodeSpec& n, const YamlField& field) const override {
     if (f.nodes_per_unit <= 0) field.child("nodes_per_unit");  // throws "missing required field"
     if (f.tiers.size() != 2 && f.tiers.size() != 3) field.child("tiers").fail("expected 2 or 3 tiers");
+    check_ports(f, field);
     if (f.nodes_per_unit > split_ports(f.tiers[0]).down)
       field.child("nodes_per_unit").fail("expected at most the leaf's " + std::to_string(split_ports(f.tiers[0]).down) +
                                          " down ports");

@@ -16,6 +16,12 @@ const FabricBuilder* find_fabric(const std::string& name) {
   return nullptr;
 }
 
+void reject_unused_fields(const FabricSpec& fabric, const YamlField& field, bool uses_units, bool uses_tiers) {
+  if (!uses_units && fabric.nodes_per_unit > 0)
+    field.child("nodes_per_unit").fail("expected no nodes_per_unit: only rail_optimized fabrics have scalable units");
+  if (!uses_tiers && !fabric.tiers.empty()) field.child("tiers").fail("expected no tiers for a " + fabric.type + " fabric");
+}
+
 std::string fabric_names() {
   std::string out;
   for (const FabricBuilder* f : all_fabrics()) out += (out.empty() ? "" : ", ") + f->name();

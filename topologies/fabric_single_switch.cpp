@@ -10,7 +10,7 @@ class SingleSwitch final : public FabricBuilder {
   std::string name() const override { return "single_switch"; }
   std::string description() const override { return "every NIC on one non-blocking switch"; }
   void validate(const FabricSpec& fabric, const NodeSpec&, const YamlField& field) const override {
-    if (!fabric.tiers.empty()) field.child("tiers").fail("expected no tiers for a single switch");
+    reject_unused_fields(fabric, field, false, false);
   }
   void build(Cluster& c) const override {
     int sw = c.add_switch(1, "switch0");

@@ -20,10 +20,14 @@ std::string describe(const YAML::Node& n) {
   if (n.IsMap()) return "a mapping";
   return "nothing";
 }
+/// 1-based line of a node, or `otherwise` when it has none (an absent element).
+int line_of(const YAML::Node& n, int otherwise) {
+  return n.IsDefined() && !n.Mark().is_null() ? n.Mark().line + 1 : otherwise;
+}
 }  // namespace
 
-YamlField::YamlField(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int fallback_line)
-    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), fallback_line_(fallback_line) {}
+YamlField::YamlField(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int line)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), line_(line) {}
 
 YamlField YamlField::load_file(const std::string& path) {
   std::ifstream in(path);
@@ -42,13 +46,10 @@ YamlField YamlField::load_string(const std::string& text, const std::string& nam
     throw UserError(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", "malformed YAML: " + e.msg);
   }
   if (!root.IsMap()) throw UserError(name, 1, "", "expected a mapping at the top level");
-  return YamlField(root, file, "", 1);
+  return YamlField(root, file, "", line_of(root, 1));
 }
 
-int YamlField::line() const {
-  if (node_.IsDefined() && !node_.Mark().is_null()) return node_.Mark().line + 1;
-  return fallback_line_;
-}
+int YamlField::line() const { return line_; }
 
 void YamlField::fail(const std::string& expected) const { throw UserError(*file_, line(), path_, expected); }
 
@@ -63,14 +64,20 @@ YamlField YamlField::child(const std::string& key) const {
 
 std::optional<YamlField> YamlField::find(const std::string& key) const {
   if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_));
-  YAML::Node n = node_[key];
-  if (!n.IsDefined() || n.IsNull()) return std::nullopt;
-  return YamlField(n, file_, path_.empty() ? key : path_ + "." + key, line());
+  for (const auto& kv : node_) {
+    if (!kv.first.IsScalar() || kv.first.Scalar() != key) continue;
+    // A field is where its key is: a block mapping or list under the key starts on the next line.
+    YamlField field(kv.second, file_, path_.empty() ? key : path_ + "." + key, line_of(kv.first, line_));
+    if (kv.second.IsNull()) field.fail("expected a value");  // not a silent default
+    return field;
+  }
+  return std::nullopt;
 }
 
 YamlField YamlField::element(std::size_t i) const {
   if (!node_.IsSequence()) fail("expected a list, got " + describe(node_));
-  return YamlField(node_[i], file_, path_ + "[" + std::to_string(i) + "]", line());
+  const YAML::Node n = node_[i];
+  return YamlField(n, file_, path_ + "[" + std::to_string(i) + "]", line_of(n, line_));
 }
 
 std::size_t YamlField::size() const {
@@ -81,14 +88,15 @@ std::size_t YamlField::size() const {
 void YamlField::expect_keys(std::initializer_list<const char*> allowed) const {
   if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_));
   for (const auto& kv : node_) {
-    const std::string key = kv.first.as<std::string>();
+    const int at = line_of(kv.first, line_);
+    if (!kv.first.IsScalar())
+      throw UserError(*file_, at, path_, "expected field names, got " + describe(kv.first) + " as a key");
+    const std::string key = kv.first.Scalar();
     bool ok = false;
     for (const char* a : allowed) ok = ok || key == a;
-    if (!ok) {
-      int at = kv.first.Mark().is_null() ? line() : kv.first.Mark().line + 1;
+    if (!ok)
       throw UserError(*file_, at, path_.empty() ? key : path_ + "." + key,
                       "unknown key (expected one of: " + join(allowed) + ")");
-    }
   }
 }
 

@@ -46,11 +46,11 @@ class YamlField {
   const YAML::Node& node() const { return node_; }
 
  private:
-  YamlField(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int fallback_line);
+  YamlField(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int line);
   YAML::Node node_;
   std::shared_ptr<const std::string> file_;
   std::string path_;
-  int fallback_line_;  // line of the parent, for fields that are absent
+  int line_;  // where the field is written: its key's line, an element's own, else its parent's
 };
 
 }  // namespace clustersim

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <limits>
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/collective_sweep.hpp"
@@ -116,7 +117,8 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--algo", o->algo, "algorithm name (see `clustersim list`) or auto");
   cmd->add_option("--proto", o->proto, "LL, LL128, Simple, ideal, or auto");
   cmd->add_option("--dtype,-d", o->type, "element type (float)");
-  cmd->add_option("--channels", o->channels, "channels (default: 2 per NIC)");
+  cmd->add_option("--channels", o->channels, "channels (default: 2 per NIC)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   cmd->add_option("-b,--minbytes", o->begin, "smallest size (8)");
   cmd->add_option("-e,--maxbytes", o->end, "largest size (8G)");
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");

@@ -1,4 +1,91 @@
+// `clustersim topology`: what a cluster file builds into, before any simulation: counts, the
+// bisection bandwidth, and optionally the graph for drawing (DOT, GraphML) or a JSON summary.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <memory>
+
 #include "simulator/cli/commands.hpp"
+#include "topologies/report.hpp"
+
 namespace clustersim::cli {
-void add_topology_command(CLI::App& app) { app.add_subcommand("topology", "print a cluster's counts"); }
+
+namespace {
+
+struct Options {
+  std::string cluster;
+  std::string dot, graphml, json;
+};
+
+const char* tier_name(int tier) {
+  switch (tier) {
+    case 1: return "leaf";
+    case 2: return "spine";
+    case 3: return "core";
+  }
+  return "switch";
+}
+
+constexpr double kGBps = 1e9;  // bandwidths print in GB/s (10^9 bytes/s), as nccl-tests does
+
+void print_report(const Cluster& c, const TopologyReport& r) {
+  auto row = [](const std::string& label, const std::string& value) {
+    std::cout << fmt::format("  {:<20} {:>12}\n", label, value);
+  };
+  std::cout << fmt::format("# clustersim topology: {} ({}, {})\n", c.spec.name, c.spec.fabric.type, c.spec.gpu);
+  row("GPUs", std::to_string(r.gpus));
+  row("nodes", std::to_string(r.nodes));
+  row("NVSwitches", std::to_string(r.nvswitches));
+  row("NICs", std::to_string(r.nics));
+  row("switches", std::to_string(r.switch_count()));
+  for (const auto& [tier, count] : r.switches_per_tier)
+    row(fmt::format("  tier {} ({})", tier, tier_name(tier)), std::to_string(count));
+  row("links", std::to_string(r.links));
+  for (const auto& [type, count] : r.links_per_type) row("  " + type, std::to_string(count));
+  row("bisection (GB/s)", fmt::format("{:.1f}", r.bisection_Bps / kGBps));
+  row("  per GPU (GB/s)", fmt::format("{:.2f}", r.bisection_per_gpu_Bps / kGBps));
+  std::cout << fmt::format("# bisection: max flow at line rate from nodes [0, {}) to nodes [{}, {})\n",
+                           r.bisection_half_nodes, r.bisection_half_nodes, r.nodes);
+}
+
+std::string to_json(const Cluster& c, const TopologyReport& r) {
+  nlohmann::ordered_json j;
+  j["cluster"] = c.spec.name;
+  j["fabric"] = c.spec.fabric.type;
+  j["gpus"] = r.gpus;
+  j["nodes"] = r.nodes;
+  j["nvswitches"] = r.nvswitches;
+  j["nics"] = r.nics;
+  j["switches"] = r.switch_count();
+  j["switches_per_tier"] = nlohmann::ordered_json::object();
+  for (const auto& [tier, count] : r.switches_per_tier) j["switches_per_tier"][tier_name(tier)] = count;
+  j["links"] = r.links;
+  j["links_per_type"] = r.links_per_type;
+  j["bisection_Bps"] = r.bisection_Bps;
+  j["bisection_per_gpu_Bps"] = r.bisection_per_gpu_Bps;
+  j["bisection_half_nodes"] = r.bisection_half_nodes;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+void add_topology_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("topology", "print a cluster's counts and bisection bandwidth");
+  cmd->add_option("cluster", o->cluster, "cluster YAML file")->required();
+  cmd->add_option("--dot", o->dot, "also write the graph as Graphviz DOT to this file");
+  cmd->add_option("--graphml", o->graphml, "also write the graph as GraphML to this file");
+  cmd->add_option("--json", o->json, "also write the counts as JSON to this file");
+  cmd->callback([o] {
+    const Cluster cluster = load_cluster(o->cluster);
+    const TopologyReport report = report_topology(cluster);
+    print_report(cluster, report);
+    if (!o->dot.empty()) write_file(o->dot, to_graphviz(cluster), "--dot");
+    if (!o->graphml.empty()) write_file(o->graphml, to_graphml(cluster), "--graphml");
+    if (!o->json.empty()) write_file(o->json, to_json(cluster, report), "--json");
+  });
+}
+
 }  // namespace clustersim::cli

@@ -1,5 +1,6 @@
 #include <cctype>
 #include <fstream>
+#include <limits>
 
 #include "simulator/cli/commands.hpp"
 #include "topologies/user_error.hpp"
@@ -22,6 +23,7 @@ Bytes parse_size(const std::string& text, const std::string& option) {
   else if (suffix == "M" || suffix == "m") scale = 1ULL << 20;
   else if (suffix == "G" || suffix == "g") scale = 1ULL << 30;
   else if (!suffix.empty()) throw bad();
+  if (value > std::numeric_limits<unsigned long long>::max() / scale) throw bad();  // would wrap around
   return static_cast<Bytes>(value * scale);
 }
 

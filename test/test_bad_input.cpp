@@ -1,0 +1,210 @@
+// Bad input, through the real binary: every user error is one line on stderr that names the file,
+// the line and the field, and the exit status is 2. No crash, no backtrace, no silent default.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "support.hpp"
+
+namespace {
+
+using clustersim::test::CliResult;
+using clustersim::test::run_cli;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+const std::string kSuperpod = "scenarios/clusters/dgx-h100-superpod.yaml";   // rail-optimized, 2 tiers
+const std::string kFatTree = "scenarios/clusters/dgx-a100-fat-tree.yaml";    // fat-tree, 3 tiers
+
+/// 1-based line of the one occurrence of `needle` in `text`.
+int line_of(const std::string& text, const std::string& needle) {
+  const std::size_t at = text.find(needle);
+  INFO("looking for '" << needle << "'");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(text.find(needle, at + 1) == std::string::npos);  // the line would be ambiguous
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+}
+
+/// How every user error starts: "error: FILE[:LINE]: [FIELD: ]".
+std::string error_prefix(const std::string& file, int line, const std::string& field) {
+  std::string out = "error: " + file;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!field.empty()) out += field + ": ";
+  return out;
+}
+
+/// Exit status 2, one line on stderr starting with `prefix` and saying `expected`, nothing else.
+void require_one_line_error(const CliResult& r, const std::string& prefix, const std::string& expected) {
+  INFO("stdout: " << r.stdout_text);
+  INFO("stderr: " << r.stderr_text);
+  CHECK(r.exit_code == 2);
+  CHECK(r.stdout_text.empty());
+  CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
+  CHECK_THAT(r.stderr_text, StartsWith(prefix) && Contains(expected));
+  for (const char* crash : {"terminate called", "what()", "Aborted", "Segmentation", "backtrace", "#0 ", "#1 "})
+    CHECK_THAT(r.stderr_text, !Contains(crash));
+}
+
+/// A shipped cluster file with one edit, and what the error must name: the line of `at` in the edited
+/// text (so the line follows from the edit) and the field path (empty for a YAML syntax error).
+struct BadCluster {
+  std::string shipped;
+  std::string from, to;
+  std::string at;
+  std::string field;
+};
+
+/// Runs `collective` on the edited cluster and checks the one error line.
+void expect_cluster_error(const BadCluster& bad, const std::string& expected) {
+  const std::string original = clustersim::test::shipped_with(bad.shipped, "", "");
+  line_of(original, bad.from);  // the edit happens in exactly one place
+  const std::string text = clustersim::test::shipped_with(bad.shipped, bad.from, bad.to);
+  const std::string file = clustersim::test::temp_file(text);
+  const CliResult r = run_cli("collective --cluster " + file + " --gpus 8");
+  require_one_line_error(r, error_prefix(file, line_of(text, bad.at), bad.field), expected);
+  std::remove(file.c_str());
+}
+
+/// Runs the CLI with `args` and checks the one error line names `where` (a file or "command line").
+void expect_cli_error(const std::string& args, const std::string& where, const std::string& field,
+                      const std::string& expected) {
+  require_one_line_error(run_cli(args), error_prefix(where, 0, field), expected);
+}
+
+const std::string kNicGpus = "gpus: [0, 1, 2, 3, 4, 5, 6, 7]";
+
+}  // namespace
+
+// ----- cluster files -----
+
+TEST_CASE("malformed YAML is reported at the line of the syntax error") {
+  expect_cluster_error({kSuperpod, kNicGpus + "}", kNicGpus + "]}", "7]]}", ""}, "malformed YAML");
+}
+
+TEST_CASE("an unknown key is rejected with the keys allowed there") {
+  expect_cluster_error({kSuperpod, "latency_us: 0.6, gpus:", "latency_us: 0.6, speed: 400, gpus:", "speed: 400",
+                        "node.nics.speed"},
+                       "unknown key (expected one of: count, link_type, bandwidth_Gbps, latency_us, gpus)");
+}
+
+TEST_CASE("a word where an integer belongs is a type error") {
+  expect_cluster_error({kSuperpod, "  gpus: 8\n", "  gpus: eight\n", "gpus: eight", "node.gpus"},
+                       "expected an integer, got 'eight'");
+}
+
+TEST_CASE("a missing required field is reported at the mapping that lacks it") {
+  expect_cluster_error({kFatTree, "  nodes: 384\n", "", "fabric:", "fabric.nodes"}, "missing required field");
+}
+
+TEST_CASE("a negative bandwidth is rejected") {
+  expect_cluster_error({kSuperpod, "bandwidth_Gbps: 400, latency_us: 0.6", "bandwidth_Gbps: -400, latency_us: 0.6",
+                        "-400", "node.nics.bandwidth_Gbps"},
+                       "expected a positive number, got '-400'");
+}
+
+TEST_CASE("a zero bandwidth is rejected") {
+  expect_cluster_error({kSuperpod, "bandwidth_GBps: 64", "bandwidth_GBps: 0", "bandwidth_GBps: 0",
+                        "node.pcie.bandwidth_GBps"},
+                       "expected a positive number, got '0'");
+}
+
+TEST_CASE("a link type not declared under link_types is rejected") {
+  expect_cluster_error({kSuperpod, "link_type: ndr, ", "link_type: xdr, ", "xdr", "node.nics.link_type"},
+                       "expected a link type declared under link_types");
+}
+
+TEST_CASE("a bandwidth efficiency above 1 is rejected") {
+  expect_cluster_error({kSuperpod, "bandwidth_efficiency: 0.94", "bandwidth_efficiency: 1.2", "1.2",
+                        "link_types.ndr.bandwidth_efficiency"},
+                       "expected a fraction in (0, 1]");
+}
+
+TEST_CASE("the NICs' GPU list must have one entry per NIC") {
+  expect_cluster_error({kSuperpod, kNicGpus, "gpus: [0, 1, 2, 3]", "[0, 1, 2, 3]", "node.nics.gpus"},
+                       "expected one GPU index per NIC (8)");
+}
+
+TEST_CASE("a NIC next to a GPU the node does not have is rejected") {
+  expect_cluster_error({kSuperpod, kNicGpus, "gpus: [0, 1, 2, 3, 4, 5, 6, 8]", "6, 8]", "node.nics.gpus[7]"},
+                       "expected a GPU index in [0, 8)");
+}
+
+TEST_CASE("an unknown fabric type is rejected with the known ones") {
+  expect_cluster_error({kSuperpod, "type: rail_optimized", "type: torus", "torus", "fabric.type"},
+                       "expected a fabric type, one of: single_switch, fat_tree, rail_optimized");
+}
+
+TEST_CASE("a scalable unit larger than a rail leaf's down ports cannot be built") {
+  expect_cluster_error({kSuperpod, "nodes_per_unit: 32", "nodes_per_unit: 40", "nodes_per_unit",
+                        "fabric.nodes_per_unit"},
+                       "expected at most the leaf's 32 down ports");
+}
+
+TEST_CASE("a 2-tier fat-tree with more leaves than its spines can take cannot be built") {
+  // Dropping the core tier leaves its comment behind, on a line of its own.
+  expect_cluster_error({kFatTree, "- {radix: 40}", "", "tiers:", "fabric.tiers"},
+                       "cannot build: too many leaves (154) for spines of radix 40; add a core tier");
+}
+
+TEST_CASE("a count too large for the simulator is rejected, not wrapped around") {
+  expect_cluster_error({kSuperpod, "nodes: 127", "nodes: 4294967423", "4294967423", "fabric.nodes"},
+                       "expected a positive integer up to 2147483647, got 4294967423");
+}
+
+// ----- command line -----
+
+TEST_CASE("asking for more GPUs than the cluster has names the cluster's size") {
+  const std::string cluster = clustersim::test::source_path(kSuperpod);
+  expect_cli_error("collective --cluster " + cluster + " --gpus 100000", cluster, "--gpus",
+                   "expected 2 to 1016 GPUs (the cluster has 1016), got 100000");
+}
+
+TEST_CASE("an algorithm that does not exist is rejected with the known ones") {
+  expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus 16 --algo nope",
+                   "command line", "--algo", "expected auto or one of: ");
+}
+
+TEST_CASE("an algorithm that does not implement the op is rejected") {
+  const std::string cluster = clustersim::test::source_path(kSuperpod);
+  expect_cli_error("collective --cluster " + cluster + " --gpus 16 --algo tree --op all_gather", cluster, "--algo",
+                   "tree does not implement all_gather");
+}
+
+TEST_CASE("PXN is rejected on a fabric without rails") {
+  const std::string cluster = clustersim::test::source_path(kFatTree);
+  expect_cli_error("collective --cluster " + cluster + " --gpus 16 --algo pxn --op all_to_all", cluster, "--algo",
+                   "pxn needs a rail-optimized fabric; fat_tree has no rails");
+}
+
+TEST_CASE("a size with an unknown suffix is rejected") {
+  expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus 16 -b 8X",
+                   "command line", "-b", "expected a size like 8, 64K, 1M or 8G, got '8X'");
+}
+
+TEST_CASE("a size too large to count in bytes is rejected, not wrapped around") {
+  expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus 16 -e 20000000000G",
+                   "command line", "-e", "got '20000000000G'");
+}
+
+TEST_CASE("a channel count below 1 is rejected, not replaced by the default") {
+  expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus 16 --channels -3",
+                   "command line", "", "--channels");
+}
+
+TEST_CASE("an unknown op is rejected with the known ones") {
+  expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus 16 --op all_smash",
+                   "command line", "--op", "expected one of: all_reduce");
+}
+
+TEST_CASE("a missing cluster file is reported, not crashed on") {
+  expect_cli_error("collective --cluster /nonexistent/cluster.yaml --gpus 8", "/nonexistent/cluster.yaml", "",
+                   "cannot open file");
+}
+
+TEST_CASE("an option value the parser cannot convert is one line too") {
+  expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus eight",
+                   "command line", "", "--gpus");
+}
