@@ -154,6 +154,23 @@ TEST_CASE("a count too large for the simulator is rejected, not wrapped around")
                        "expected a positive integer up to 2147483647, got 4294967423");
 }
 
+TEST_CASE("a cluster beyond the simulator's GPU bound is rejected") {
+  expect_cluster_error({kSuperpod, "nodes: 127", "nodes: 1000000", "1000000", "fabric.nodes"},
+                       "expected at most 4194304 GPUs in all");
+}
+
+TEST_CASE("a field the fabric type does not use is an error and not ignored") {
+  expect_cluster_error({kFatTree, "  nodes: 384\n", "  nodes: 384\n  nodes_per_unit: 20\n", "nodes_per_unit",
+                        "fabric.nodes_per_unit"},
+                       "only rail_optimized fabrics have scalable units");
+}
+
+TEST_CASE("a tier whose oversubscription leaves no up ports is named") {
+  expect_cluster_error({kSuperpod, "{radix: 64, oversubscription: 1}", "{radix: 64, oversubscription: 1000}",
+                        "oversubscription: 1000", "fabric.tiers[0]"},
+                       "leave ports both down and up");
+}
+
 // ----- command line -----
 
 TEST_CASE("asking for more GPUs than the cluster has names the cluster's size") {
