@@ -36,8 +36,7 @@ class Ring final : public Algorithm {
       }
       Pipeline p = route_pipeline(router, hops, c, bytes_per_hop, req.protocol);
       // The first chunk crosses `steps` hops; a hop's latency is the ring's average hop latency.
-      p.flow.latency_s = req.protocol.base_latency(AlgoFamily::ring) + steps * p.hop_latency_sum() / hops.size();
-      graph.add(std::move(p.flow));
+      p.add_to(graph, req.protocol.base_latency(AlgoFamily::ring) + steps * p.hop_latency_sum() / hops.size());
     }
     return graph;
   }

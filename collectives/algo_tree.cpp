@@ -65,9 +65,8 @@ class Tree final : public Algorithm {
         const bool network = router.cluster().node_of_gpu(up[i].src_gpu) != router.cluster().node_of_gpu(up[i].dst_gpu);
         (network ? inter : intra) = std::max(network ? inter : intra, p.hop_latency_s[i]);
       }
-      p.flow.latency_s = req.protocol.base_latency(AlgoFamily::tree) +
-                         2.0 * (static_cast<double>(longest_chain) * intra + tree_depth * inter);
-      graph.add(std::move(p.flow));
+      p.add_to(graph, req.protocol.base_latency(AlgoFamily::tree) +
+                          2.0 * (static_cast<double>(longest_chain) * intra + tree_depth * inter));
     }
     return graph;
   }

@@ -38,19 +38,33 @@ Seconds Pipeline::hop_latency_sum() const {
   return sum;
 }
 
+void Pipeline::add_to(FlowGraph& graph, Seconds latency_s) {
+  for (Flow& f : segments) {
+    f.latency_s = latency_s;
+    graph.add(std::move(f));
+  }
+  segments.clear();
+}
+
 Pipeline route_pipeline(const Router& router, const std::vector<Hop>& hops, int channel, double data_bytes_per_hop,
                         const Protocol& protocol) {
   const Cluster& c = router.cluster();
   Pipeline p;
-  p.flow.src_gpu = hops.front().src_gpu;
-  p.flow.dst_gpu = hops.front().dst_gpu;
-  for (const Hop& h : hops) {
+  for (std::size_t i = 0; i < hops.size(); ++i) {
+    const Hop& h = hops[i];
+    if (i % kMaxHopsPerFlow == 0) {
+      Flow segment;
+      segment.src_gpu = h.src_gpu;
+      segment.dst_gpu = h.dst_gpu;
+      segment.size_bytes = wire_bytes(data_bytes_per_hop, protocol);
+      p.segments.push_back(std::move(segment));
+    }
     Route r = router.route(h.src_gpu, h.dst_gpu, flow_hash(h.src_gpu, h.dst_gpu, channel));
-    p.flow.links.insert(p.flow.links.end(), r.links.begin(), r.links.end());
+    std::vector<LinkDir>& links = p.segments.back().links;
+    links.insert(links.end(), r.links.begin(), r.links.end());
     const bool network = c.node_of_gpu(h.src_gpu) != c.node_of_gpu(h.dst_gpu);
     p.hop_latency_s.push_back(r.latency_s + (network ? protocol.hop_latency_network_s : protocol.hop_latency_nvlink_s));
   }
-  p.flow.size_bytes = wire_bytes(data_bytes_per_hop, protocol);
   return p;
 }
 

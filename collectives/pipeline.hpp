@@ -7,6 +7,7 @@
 // waits for data. One SimGrid flow whose route lists every hop's links gets exactly that rate from
 // max-min sharing (its bottleneck link's fair share), and loads every link it crosses at that rate.
 // Chunks then appear as the pipeline's latency term (steps x hop latency), as in NCCL's cost model.
+#include <cstddef>
 #include <vector>
 
 #include "collectives/collective.hpp"
@@ -28,12 +29,20 @@ std::vector<int> ring_order(const Cluster& cluster, const std::vector<int>& rank
 /// Bytes on the wire for `data_bytes` of payload under a protocol (LL sends flags with the data).
 Bytes wire_bytes(double data_bytes, const Protocol& protocol);
 
-/// A channel's hops routed into one flow, with each hop's latency (its links' latencies plus the
-/// protocol's per-hop latency for NVLink or network). The caller sets flow.latency_s from them.
+/// Hops per flow at most. SimGrid's solver pays O(L^2) to attach a flow to its L links (each new link
+/// is searched among the flow's others), so a ring of 16K ranks (~37K links) would take minutes.
+/// Longer pipelines are cut into segments of this many hops, each its own flow with the channel's
+/// bytes and latency; the channel ends with its slowest segment. Within a segment the coupling is exact.
+inline constexpr std::size_t kMaxHopsPerFlow = 512;
+
+/// A channel's hops routed into flows (one per segment of at most kMaxHopsPerFlow hops), with each
+/// hop's latency: its links' latencies plus the protocol's per-hop latency (NVLink or network).
 struct Pipeline {
-  Flow flow;
+  std::vector<Flow> segments;
   std::vector<Seconds> hop_latency_s;
   Seconds hop_latency_sum() const;
+  /// Adds every segment to `graph`, each paying `latency_s` before its bytes flow.
+  void add_to(FlowGraph& graph, Seconds latency_s);
 };
 Pipeline route_pipeline(const Router& router, const std::vector<Hop>& hops, int channel, double data_bytes_per_hop,
                         const Protocol& protocol);

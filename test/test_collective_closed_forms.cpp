@@ -89,3 +89,21 @@ TEST_CASE("tree all-reduce inside one node is a chain: 2(n-1)a + 2S/B") {
   // port, so the bandwidth term is 2S/B, and a chunk crosses n-1 hops up and n-1 down.
   for (Bytes s : kSizes) check_exact(simulate(Op::all_reduce, "tree", s), 2 * (n - 1) * kHopLatency + 2 * s / kBandwidth);
 }
+
+TEST_CASE("a ring longer than one flow segment still takes 2(n-1)(a + S/(nB))") {
+  // 1100 GPUs on one NVSwitch: the ring is cut into flows of kMaxHopsPerFlow hops (three here),
+  // which must not change its time on a uniform switch.
+  std::string yaml = kUniformSwitch;
+  yaml.replace(yaml.find("gpus: 8"), 7, "gpus: 1100");
+  const Cluster cluster = test::cluster_from_yaml(yaml);
+  const Router router(cluster);
+  FabricEngine engine(cluster);
+  CollectiveRequest req;
+  for (int g = 0; g < 1100; ++g) req.ranks.push_back(g);
+  req.size_bytes = 1100ULL * 1024 * 1024;
+  req.protocol = ideal_protocol();
+  const FlowGraph graph = find_algorithm("ring")->lower(router, req);
+  CHECK(graph.flows.size() == 3);
+  const double big_n = 1100;
+  check_exact(makespan(engine.run(graph)), 2 * (big_n - 1) * (kHopLatency + req.size_bytes / (big_n * kBandwidth)));
+}
