@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <numeric>
 
 namespace clustersim {
 
@@ -16,14 +17,28 @@ std::vector<std::vector<int>> ranks_by_node(const Cluster& cluster, const std::v
   return groups;
 }
 
+namespace {
+/// The channel's stride through a full-mesh node: the c-th number coprime with the node's size, so
+/// channels walk different direct links (1, 3, 5, 7 on 8 GPUs), as RCCL's rings do. NVSwitch: 1.
+long ring_stride(const Cluster& cluster, long size, int channel) {
+  if (cluster.spec.node.scale_up != ScaleUp::full_mesh || size < 3) return 1;
+  std::vector<long> strides;
+  for (long s = 1; s < size; ++s)
+    if (std::gcd(s, size) == 1) strides.push_back(s);
+  return strides[static_cast<std::size_t>(channel) % strides.size()];
+}
+}  // namespace
+
 std::vector<int> ring_order(const Cluster& cluster, const std::vector<int>& ranks, int channel) {
   std::vector<int> order;
   const auto groups = ranks_by_node(cluster, ranks);
   for (std::size_t k = 0; k < groups.size(); ++k) {
     const auto& g = groups[k];
     const long size = static_cast<long>(g.size());
-    const long entry = (((channel - static_cast<long>(k)) % size) + size) % size;
-    for (long i = 0; i < size; ++i) order.push_back(g[(entry + i) % size]);
+    const long stride = ring_stride(cluster, size, channel);
+    // Node k is entered `stride` GPUs before node k-1 was, i.e. on the GPU node k-1 left from.
+    const long entry = (((channel - static_cast<long>(k) * stride) % size) + size) % size;
+    for (long i = 0; i < size; ++i) order.push_back(g[(entry + i * stride) % size]);
   }
   return order;
 }

@@ -24,6 +24,7 @@ std::vector<std::vector<int>> ranks_by_node(const Cluster& cluster, const std::v
 
 /// The ring of one channel. Channel c enters node k at its (c - k)-th GPU and leaves from the GPU
 /// before it, which is on the rail the next node is entered on, so inter-node hops stay on one rail.
+/// On full-mesh nodes channels step through the node with different strides, to use every link.
 std::vector<int> ring_order(const Cluster& cluster, const std::vector<int>& ranks, int channel);
 
 /// Bytes on the wire for `data_bytes` of payload under a protocol (LL sends flags with the data).

@@ -107,3 +107,22 @@ TEST_CASE("a ring longer than one flow segment still takes 2(n-1)(a + S/(nB))") 
   const double big_n = 1100;
   check_exact(makespan(engine.run(graph)), 2 * (big_n - 1) * (kHopLatency + req.size_bytes / (big_n * kBandwidth)));
 }
+
+TEST_CASE("rings on a full-mesh node use a different direct link per channel") {
+  // 8 GPUs, each pair joined by its own link of latency a and bandwidth B per direction. Channels
+  // step through the node with strides 1, 3, 5, 7, so four channels use four disjoint sets of
+  // directed links and each gets a whole link: 2(n-1)(a + (S/4)/(nB)).
+  std::string yaml = kUniformSwitch;
+  yaml.replace(yaml.find("topology: nvswitch"), 18, "topology: full_mesh");
+  yaml.replace(yaml.find("latency_us: 1}"), 14, "latency_us: 2}");
+  const Cluster cluster = test::cluster_from_yaml(yaml);
+  const Router router(cluster);
+  FabricEngine engine(cluster);
+  CollectiveRequest req;
+  for (int g = 0; g < kGpus; ++g) req.ranks.push_back(g);
+  req.size_bytes = 1ULL << 30;
+  req.channels = 4;
+  req.protocol = ideal_protocol();
+  const Seconds t = makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+  check_exact(t, 2 * (n - 1) * (kHopLatency + req.size_bytes / 4.0 / (n * kBandwidth)));
+}
