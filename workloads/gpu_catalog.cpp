@@ -1,0 +1,122 @@
+#include "workloads/gpu_catalog.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace clustersim {
+
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::map<std::string, double> read_peaks(const YamlField& f) {
+  if (!f.is_map() || f.node().size() == 0) f.fail("expected a mapping of datatype to dense TFLOP/s");
+  std::map<std::string, double> peaks;
+  for (const auto& kv : f.node()) {
+    if (!kv.first.IsScalar()) f.fail("expected datatype names as keys");
+    const std::string dtype = kv.first.Scalar();
+    YamlField value = f.child(dtype);
+    const auto& known = known_datatypes();
+    if (std::find(known.begin(), known.end(), dtype) == known.end())
+      value.fail("unknown datatype (expected one of: " + join(known) + ")");
+    peaks[dtype] = value.as_positive() * kTera;
+  }
+  return peaks;
+}
+
+Bytes read_hbm(const YamlField& gpu) {
+  auto gib = gpu.find("hbm_GiB");
+  auto gb = gpu.find("hbm_GB");
+  if (gib && gb) gb->fail("expected one of hbm_GiB or hbm_GB, not both");
+  if (gb) return static_cast<Bytes>(std::llround(gb->as_positive() * kGiga));
+  return static_cast<Bytes>(std::llround(gpu.child("hbm_GiB").as_positive() * kGiB));
+}
+
+GemmEfficiency read_gemm_efficiency(const YamlField& f) {
+  f.expect_keys({"max_fraction", "half_gflop", "source"});
+  GemmEfficiency e;
+  YamlField max = f.child("max_fraction");
+  e.max_fraction = max.as_positive();
+  if (e.max_fraction > 1.0) max.fail("expected a fraction in (0, 1]");
+  e.half_saturation_flops = f.child("half_gflop").as_positive() * kGiga;
+  e.source = f.child("source").as_string();
+  return e;
+}
+
+GpuModel read_gpu(const YamlField& f) {
+  f.expect_keys({"name", "peak_tflops", "hbm_GiB", "hbm_GB", "hbm_bandwidth_TBps", "gemm_efficiency", "source"});
+  GpuModel gpu;
+  gpu.name = f.child("name").as_string();
+  gpu.peak_flops_per_s = read_peaks(f.child("peak_tflops"));
+  gpu.hbm_bytes = read_hbm(f);
+  gpu.hbm_bandwidth_Bps = f.child("hbm_bandwidth_TBps").as_positive() * kTera;
+  if (auto e = f.find("gemm_efficiency")) gpu.gemm_efficiency = read_gemm_efficiency(*e);
+  gpu.source = f.child("source").as_string();  // required: every figure says where it is from
+  return gpu;
+}
+
+}  // namespace
+
+const std::vector<std::string>& known_datatypes() {
+  static const std::vector<std::string> kNames = {"fp16", "bf16", "fp8", "mxfp8", "mxfp6", "mxfp4"};
+  return kNames;
+}
+
+std::optional<double> GpuModel::peak_flops(const std::string& dtype) const {
+  auto it = peak_flops_per_s.find(dtype);
+  if (it == peak_flops_per_s.end()) return std::nullopt;
+  return it->second;
+}
+
+double GpuModel::peak_flops_or_fail(const std::string& dtype, const YamlField& asked_by) const {
+  if (auto peak = peak_flops(dtype)) return *peak;
+  asked_by.fail("expected a datatype that " + name + " runs (" + datatypes() + "); got '" + dtype + "'");
+}
+
+std::string GpuModel::datatypes() const {
+  std::vector<std::string> names;
+  for (const auto& [dtype, flops] : peak_flops_per_s) names.push_back(dtype);
+  return join(names);
+}
+
+const GpuModel* GpuCatalog::find(const std::string& name) const {
+  for (const auto& gpu : gpus_)
+    if (gpu.name == name) return &gpu;
+  return nullptr;
+}
+
+const GpuModel& GpuCatalog::find_or_fail(const YamlField& name_field) const {
+  const std::string name = name_field.as_string();
+  if (const GpuModel* gpu = find(name)) return *gpu;
+  name_field.fail("expected a GPU from " + file_ + " (" + join(names()) + "); got '" + name + "'");
+}
+
+std::vector<std::string> GpuCatalog::names() const {
+  std::vector<std::string> out;
+  for (const auto& gpu : gpus_) out.push_back(gpu.name);
+  return out;
+}
+
+GpuCatalog parse_gpu_catalog(const YamlField& root) {
+  root.expect_keys({"gpus"});
+  GpuCatalog catalog(root.file());
+  YamlField list = root.child("gpus");
+  if (list.size() == 0) list.fail("expected at least one GPU");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    GpuModel gpu = read_gpu(list.element(i));
+    if (catalog.find(gpu.name)) list.element(i).child("name").fail("duplicate GPU name '" + gpu.name + "'");
+    catalog.add(std::move(gpu));
+  }
+  return catalog;
+}
+
+GpuCatalog load_gpu_catalog(const std::string& path) { return parse_gpu_catalog(YamlField::load_file(path)); }
+
+}  // namespace clustersim

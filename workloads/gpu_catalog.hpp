@@ -1,0 +1,69 @@
+#pragma once
+// The GPU catalog (scenarios/gpus.yaml): peak FLOP/s by datatype, HBM size and bandwidth, by GPU
+// name. Cluster files name a GPU; the compute and memory models look it up here.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topologies/units.hpp"
+#include "topologies/yaml_reader.hpp"
+
+namespace clustersim {
+
+/// Achieved fraction of peak for one GEMM, saturating in its size. Calibrated once per GPU from a
+/// named measurement; absent until then.
+struct GemmEfficiency {
+  double max_fraction = 1.0;            // what the largest GEMMs reach, in (0, 1]
+  double half_saturation_flops = 0.0;   // the GEMM size (FLOPs) that reaches max_fraction / 2
+  std::string source;
+
+  double fraction_of_peak(double gemm_flops) const {
+    return max_fraction * gemm_flops / (gemm_flops + half_saturation_flops);
+  }
+};
+
+struct GpuModel {
+  std::string name;
+  std::map<std::string, double> peak_flops_per_s;  // dense, by datatype ("bf16", "fp8", ...)
+  Bytes hbm_bytes = 0;
+  BytesPerSecond hbm_bandwidth_Bps = 0;
+  std::optional<GemmEfficiency> gemm_efficiency;
+  std::string source;
+
+  /// Dense peak in FLOP/s, or nothing when the GPU cannot run `dtype` (FP8 on an A100).
+  std::optional<double> peak_flops(const std::string& dtype) const;
+  /// The same, for a datatype a user asked for at `asked_by`: a GPU without it is a UserError
+  /// there, naming the GPU and the datatypes it does have.
+  double peak_flops_or_fail(const std::string& dtype, const YamlField& asked_by) const;
+  /// "bf16, fp16, fp8": for messages.
+  std::string datatypes() const;
+};
+
+class GpuCatalog {
+ public:
+  explicit GpuCatalog(std::string file = "") : file_(std::move(file)) {}
+
+  /// nullptr when no GPU has that name.
+  const GpuModel* find(const std::string& name) const;
+  /// The GPU named by a user's field (a cluster's `gpu:`); an unknown name is a UserError there
+  /// that lists the catalog.
+  const GpuModel& find_or_fail(const YamlField& name_field) const;
+  std::vector<std::string> names() const;
+  const std::string& file() const { return file_; }
+
+  void add(GpuModel gpu) { gpus_.push_back(std::move(gpu)); }
+
+ private:
+  std::string file_;
+  std::vector<GpuModel> gpus_;  // in file order, so listings read like the file
+};
+
+/// The datatypes a catalog may list; anything else is a typo and a UserError.
+const std::vector<std::string>& known_datatypes();
+
+/// Reads and validates a catalog. Throws UserError on any bad field.
+GpuCatalog load_gpu_catalog(const std::string& path);
+GpuCatalog parse_gpu_catalog(const YamlField& root);
+
+}  // namespace clustersim
