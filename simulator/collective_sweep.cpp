@@ -44,28 +44,38 @@ std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const
   return out;
 }
 
+SweepRow best_collective(FabricEngine& engine, const Router& router, const std::vector<const Algorithm*>& algorithms,
+                         const std::vector<Protocol>& protocols, const CollectiveRequest& request) {
+  SweepRow row;
+  row.size_bytes = request.size_bytes;
+  row.time_s = -1;
+  for (const Algorithm* a : algorithms)
+    for (const Protocol& p : protocols) {
+      CollectiveRequest req = request;
+      req.protocol = p;
+      const Seconds t = time_collective(engine, router, *a, req);
+      if (row.time_s < 0 || t < row.time_s) {
+        row.time_s = t;
+        row.algorithm = a->name();
+        row.protocol = p.name;
+      }
+    }
+  const int n = static_cast<int>(request.ranks.size());
+  row.algbw_GBps = row.time_s > 0 ? static_cast<double>(row.size_bytes) / row.time_s / 1e9 : 0.0;
+  row.busbw_GBps = row.algbw_GBps * bus_bandwidth_factor(request.op, n);
+  return row;
+}
+
 std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, const SweepSpec& spec) {
-  std::vector<const Algorithm*> algorithms = candidate_algorithms(router.cluster(), spec);
-  std::vector<Protocol> protocols = spec.protocol ? std::vector<Protocol>{*spec.protocol} : nccl_protocols();
+  const std::vector<const Algorithm*> algorithms = candidate_algorithms(router.cluster(), spec);
+  const std::vector<Protocol> protocols = spec.protocol ? std::vector<Protocol>{*spec.protocol} : nccl_protocols();
   const int n = static_cast<int>(spec.ranks.size());
   std::vector<SweepRow> rows;
   for (Bytes requested : spec.sizes_bytes) {
-    SweepRow row;
-    row.size_bytes = aligned_size(spec.op, requested, spec.type.size_bytes, n);
-    row.count = row.size_bytes / spec.type.size_bytes;
-    row.time_s = -1;
-    for (const Algorithm* a : algorithms)
-      for (const Protocol& p : protocols) {
-        CollectiveRequest req{spec.op, spec.ranks, row.size_bytes, spec.channels, p, spec.root};
-        const Seconds t = time_collective(engine, router, *a, req);
-        if (row.time_s < 0 || t < row.time_s) {
-          row.time_s = t;
-          row.algorithm = a->name();
-          row.protocol = p.name;
-        }
-      }
-    row.algbw_GBps = row.time_s > 0 ? static_cast<double>(row.size_bytes) / row.time_s / 1e9 : 0.0;
-    row.busbw_GBps = row.algbw_GBps * bus_bandwidth_factor(spec.op, n);
+    const Bytes size = aligned_size(spec.op, requested, spec.type.size_bytes, n);
+    CollectiveRequest req{spec.op, spec.ranks, size, spec.channels, Protocol{}, spec.root};
+    SweepRow row = best_collective(engine, router, algorithms, protocols, req);
+    row.count = size / spec.type.size_bytes;
     rows.push_back(row);
   }
   return rows;

@@ -51,6 +51,10 @@ Seconds time_collective(FabricEngine& engine, const Router& router, const Algori
 /// Algorithms that can run `op` on `cluster` (the named one, or all applicable for "auto").
 std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const SweepSpec& spec);
 
+/// The fastest applicable (algorithm, protocol) pair for one size: what `--algo auto` reports.
+SweepRow best_collective(FabricEngine& engine, const Router& router, const std::vector<const Algorithm*>& algorithms,
+                         const std::vector<Protocol>& protocols, const CollectiveRequest& request);
+
 std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, const SweepSpec& spec);
 
 }  // namespace clustersim

@@ -53,15 +53,32 @@ struct FabricEngine::Impl {
   Seconds start_clock = 0;
   std::size_t completed = 0;
 
-  void start(FlowId id) {
-    const Flow& f = graph->flows[id];
-    zone->current = &f;
-    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[f.src_gpu], hosts[f.dst_gpu]);
-    comm->set_payload_size(f.size_bytes);
-    flow_of[comm.get()] = id;
-    comm->start();
-    zone->current = nullptr;
-    comms[id] = comm;
+  /// Starts the flows in `ready` and any that become ready through them. A flow with no links, no
+  /// bytes and no latency (an empty step) finishes on the spot: SimGrid refuses such a comm.
+  void start_all(std::vector<FlowId> ready) {
+    while (!ready.empty()) {
+      const FlowId id = ready.back();
+      ready.pop_back();
+      const Flow& f = graph->flows[id];
+      if (f.links.empty() && f.size_bytes == 0 && f.latency_s == 0) {
+        finish_and_release(id, ready);
+        continue;
+      }
+      zone->current = &f;
+      sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[f.src_gpu], hosts[f.dst_gpu]);
+      comm->set_payload_size(f.size_bytes);
+      flow_of[comm.get()] = id;
+      comm->start();
+      zone->current = nullptr;
+      comms[id] = comm;
+    }
+  }
+
+  void finish_and_release(FlowId id, std::vector<FlowId>& ready) {
+    finish[id] = sg4::Engine::get_clock() - start_clock;
+    ++completed;
+    for (FlowId next : successors[id])
+      if (--waiting_on[next] == 0) ready.push_back(next);
   }
 
   void on_done(const sg4::Activity& a) {
@@ -69,10 +86,9 @@ struct FabricEngine::Impl {
     if (it == flow_of.end()) return;
     const FlowId id = it->second;
     flow_of.erase(it);
-    finish[id] = sg4::Engine::get_clock() - start_clock;
-    ++completed;
-    for (FlowId next : successors[id])
-      if (--waiting_on[next] == 0) start(next);
+    std::vector<FlowId> ready;
+    finish_and_release(id, ready);
+    start_all(std::move(ready));
   }
 };
 
@@ -127,8 +143,10 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
       s.successors[before].push_back(id);
       ++s.waiting_on[id];
     }
-  for (FlowId id = 0; id < static_cast<FlowId>(n); ++id)
-    if (s.waiting_on[id] == 0) s.start(id);
+  std::vector<FlowId> ready;
+  for (FlowId id = static_cast<FlowId>(n) - 1; id >= 0; --id)
+    if (s.waiting_on[id] == 0) ready.push_back(id);
+  s.start_all(std::move(ready));
   s.engine->run();
   for (Seconds t : s.finish)
     if (t < 0) throw std::logic_error("flow graph has a dependency cycle: some flows never started");

@@ -1,0 +1,268 @@
+#include "simulator/iteration.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "simulator/collective_sweep.hpp"
+
+namespace clustersim {
+
+namespace {
+
+/// A step that only takes time on one GPU: SimGrid runs it as a zero-byte flow with no links.
+Flow delay(int gpu, Seconds duration_s) {
+  Flow f;
+  f.src_gpu = gpu;
+  f.dst_gpu = gpu;
+  f.latency_s = duration_s;
+  return f;
+}
+
+bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == PassKind::backward_input; }
+
+/// Where a pass's steps are in the flow graph, and what it waited for.
+struct PassTasks {
+  FlowId first = -1, last = -1;
+  FlowId transfer_in = -1;  // the pipeline transfer this pass waits for, if any
+  FlowId producer = -1;     // the last step of the pass that sent it
+};
+
+class IterationBuilder {
+ public:
+  IterationBuilder(FabricEngine& engine, const Router& router, const IterationPlan& plan)
+      : engine_(engine), router_(router), plan_(plan) {}
+
+  IterationResult run() {
+    const ScheduleShape& shape = plan_.shape;
+    if (auto why = plan_.schedule->not_applicable(shape)) throw std::invalid_argument(*why);
+    for (int r = 0; r < shape.stages; ++r) add_rank_passes(r);
+    add_transfers();
+    for (int r = 0; r < shape.stages; ++r) add_tail(r);
+    const std::vector<Seconds> finish = engine_.run(graph_);
+    return account(finish);
+  }
+
+ private:
+  using PassKey = std::tuple<int, bool, int>;  // (model stage, forward?, microbatch)
+
+  Seconds tp_time(int rank, const Segment& s) {
+    if (plan_.free_communication || s.tp_bytes == 0 || plan_.tp_group[rank].size() < 2) return 0;
+    auto key = std::make_tuple(rank, s.tp_op, s.tp_bytes);
+    auto it = tp_cache_.find(key);
+    if (it != tp_cache_.end()) return it->second;
+    // TP groups are congruent, but ranks differ only in which node they sit on: cache per rank.
+    std::vector<const Algorithm*> algorithms;
+    for (const Algorithm* a : all_algorithms())
+      if (a->supports(s.tp_op) && !a->not_applicable(router_.cluster(), {s.tp_op, plan_.tp_group[rank], 0, 1, {}, 0}))
+        algorithms.push_back(a);
+    const CollectiveRequest req{s.tp_op, plan_.tp_group[rank], s.tp_bytes, plan_.channels, Protocol{}, 0};
+    const Seconds t = best_collective(engine_, router_, algorithms, nccl_protocols(), req).time_s;
+    tp_cache_.emplace(key, t);
+    return t;
+  }
+
+  FlowId add_step(int rank, FlowId after, Seconds duration_s, const std::string& name, const std::string& kind) {
+    Flow f = delay(plan_.rank_gpu[rank], duration_s);
+    if (after >= 0) f.after.push_back(after);
+    const FlowId id = graph_.add(std::move(f));
+    steps_.push_back({id, rank, kind, name, duration_s});
+    return id;
+  }
+
+  void add_rank_passes(int rank) {
+    const ScheduleShape& shape = plan_.shape;
+    FlowId previous = -1;
+    for (const PassOp& op : plan_.schedule->rank_ops(shape, rank)) {
+      const int stage = plan_.schedule->chunk_stage(shape, rank, op.chunk);
+      const StagePlan& sp = plan_.stages[stage];
+      std::vector<const std::vector<Segment>*> parts;
+      if (op.kind == PassKind::forward) parts = {&sp.forward};
+      if (op.kind == PassKind::backward) parts = {&sp.backward_input, &sp.backward_weight};
+      if (op.kind == PassKind::backward_input) parts = {&sp.backward_input};
+      if (op.kind == PassKind::backward_weight) parts = {&sp.backward_weight};
+      PassTasks tasks;
+      const std::string pass = std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" +
+                               std::to_string(stage);
+      for (const auto* segments : parts)
+        for (const Segment& s : *segments) {
+          const Seconds d = s.kind == SegmentKind::tp_comm ? tp_time(rank, s) : s.duration_s;
+          previous = add_step(rank, previous, d, pass + " " + s.label, to_string(s.kind));
+          if (tasks.first < 0) tasks.first = previous;
+          tasks.last = previous;
+        }
+      if (tasks.first < 0) {  // an empty pass still orders the table
+        previous = add_step(rank, previous, 0, pass, "compute");
+        tasks.first = tasks.last = previous;
+      }
+      if (op.kind == PassKind::forward || is_input_gradient(op.kind))
+        passes_[{stage, op.kind == PassKind::forward, op.microbatch}] = tasks;
+      last_of_chunk_[{rank, op.chunk}] = tasks.last;
+      rank_last_[rank] = previous;
+    }
+  }
+
+  /// Forward activations go to the next model stage; input gradients go back to the previous one.
+  void add_transfers() {
+    const int model_stages = static_cast<int>(plan_.stages.size());
+    for (auto& [key, consumer] : passes_) {
+      const auto [stage, forward, mb] = key;
+      const int from = forward ? stage - 1 : stage + 1;
+      if (from < 0 || from >= model_stages) continue;
+      PassTasks& producer = passes_.at({from, forward, mb});
+      const int src = plan_.rank_gpu[rank_of(from)], dst = plan_.rank_gpu[rank_of(stage)];
+      const Bytes bytes = plan_.stages[forward ? from : stage].activation_bytes;
+      Flow f;
+      if (plan_.free_communication || src == dst || bytes == 0) {
+        f = delay(dst, 0);
+      } else {
+        const Route r = router_.route(src, dst, flow_hash(src, dst, mb));
+        f.src_gpu = src;
+        f.dst_gpu = dst;
+        f.links = r.links;
+        f.size_bytes = bytes;
+        f.latency_s = r.latency_s;
+      }
+      f.after.push_back(producer.last);
+      const FlowId id = graph_.add(std::move(f));
+      graph_.flows[consumer.first].after.push_back(id);
+      consumer.transfer_in = id;
+      consumer.producer = producer.last;
+    }
+  }
+
+  int rank_of(int stage) const {
+    for (int r = 0; r < plan_.shape.stages; ++r)
+      for (int c = 0; c < plan_.shape.chunks; ++c)
+        if (plan_.schedule->chunk_stage(plan_.shape, r, c) == stage) return r;
+    throw std::logic_error("no rank holds model stage " + std::to_string(stage));
+  }
+
+  /// Adds a collective's flows after `after`; returns the flows that end it.
+  std::vector<FlowId> add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after) {
+    if (plan_.free_communication || group.size() < 2 || bytes == 0) return {};
+    const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
+    FlowGraph sub = find_algorithm("ring")->lower(router_, req);
+    const FlowId base = static_cast<FlowId>(graph_.flows.size());
+    std::vector<FlowId> ends;
+    for (Flow& f : sub.flows) {
+      for (FlowId& a : f.after) a += base;
+      if (f.after.empty()) f.after.push_back(after);
+      ends.push_back(graph_.add(std::move(f)));
+    }
+    return ends;
+  }
+
+  /// Gradient collectives per chunk as its last backward ends, then the optimizer step, then (with
+  /// the distributed optimizer) the parameter all-gather.
+  void add_tail(int rank) {
+    std::vector<FlowId> wait{rank_last_.at(rank)};
+    const Op reduce = plan_.distributed_optimizer ? Op::reduce_scatter : Op::all_reduce;
+    for (int c = 0; c < plan_.shape.chunks; ++c) {
+      const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
+      const auto ends = add_collective(reduce, plan_.dp_group[rank], sp.gradient_bytes, last_of_chunk_.at({rank, c}));
+      wait.insert(wait.end(), ends.begin(), ends.end());
+      dp_flows_[rank].insert(dp_flows_[rank].end(), ends.begin(), ends.end());
+    }
+    Flow opt = delay(plan_.rank_gpu[rank], plan_.optimizer_s);
+    opt.after = wait;
+    const FlowId opt_id = graph_.add(std::move(opt));
+    optimizer_[rank] = opt_id;
+    FlowId end = opt_id;
+    if (plan_.distributed_optimizer) {
+      std::vector<FlowId> gather;
+      for (int c = 0; c < plan_.shape.chunks; ++c) {
+        const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
+        // Parameters are 16-bit, gradients are reduced in 32 bits: half the bytes.
+        const auto ends = add_collective(Op::all_gather, plan_.dp_group[rank], sp.gradient_bytes / 2, opt_id);
+        gather.insert(gather.end(), ends.begin(), ends.end());
+      }
+      Flow done = delay(plan_.rank_gpu[rank], 0);
+      done.after = gather;
+      done.after.push_back(opt_id);
+      end = graph_.add(std::move(done));
+    }
+    rank_end_[rank] = end;
+  }
+
+  Seconds start_of(const std::vector<Seconds>& finish, FlowId id) const {
+    Seconds t = 0;
+    for (FlowId a : graph_.flows[id].after) t = std::max(t, finish[a]);
+    return t;
+  }
+
+  IterationResult account(const std::vector<Seconds>& finish) {
+    IterationResult result;
+    result.iteration_s = makespan(finish);
+    result.ranks.resize(plan_.shape.stages);
+    std::map<FlowId, const PassTasks*> waits;  // first step of a pass -> what it waited for
+    for (const auto& [key, tasks] : passes_)
+      if (tasks.transfer_in >= 0) waits[tasks.first] = &tasks;
+    std::vector<Seconds> free_at(plan_.shape.stages, 0);
+    for (const Step& s : steps_) {
+      RankBreakdown& b = result.ranks[s.rank];
+      const Seconds end = finish[s.id], start = end - s.duration_s;
+      Seconds gap = std::max(0.0, start - free_at[s.rank]);
+      if (auto w = waits.find(s.id); w != waits.end() && gap > 0) {
+        const Seconds produced = finish[w->second->producer], arrived = finish[w->second->transfer_in];
+        const Seconds pp = std::max(0.0, std::min(start, arrived) - std::max(free_at[s.rank], produced));
+        b.pp_exposed_s += pp;
+        gap -= pp;
+      }
+      b.bubble_s += gap;
+      (s.kind == "tp" ? b.tp_s : s.kind == "recompute" ? b.recompute_s : b.compute_s) += s.duration_s;
+      free_at[s.rank] = end;
+      result.events.push_back({plan_.rank_gpu[s.rank], "compute", s.name, start, end});
+    }
+    for (int r = 0; r < plan_.shape.stages; ++r) {
+      RankBreakdown& b = result.ranks[r];
+      const Seconds opt_end = finish[optimizer_.at(r)];
+      b.optimizer_s = plan_.optimizer_s;
+      b.dp_exposed_s = (opt_end - plan_.optimizer_s - free_at[r]) + (finish[rank_end_.at(r)] - opt_end);
+      b.other_idle_s = result.iteration_s - finish[rank_end_.at(r)];
+      result.events.push_back({plan_.rank_gpu[r], "compute", "optimizer step", opt_end - plan_.optimizer_s, opt_end});
+      if (!dp_flows_[r].empty()) {
+        Seconds first = result.iteration_s, last = 0;
+        for (FlowId f : dp_flows_[r]) {
+          first = std::min(first, start_of(finish, f));
+          last = std::max(last, finish[f]);
+        }
+        result.events.push_back({plan_.rank_gpu[r], "dp", "gradient reduction", first, last});
+      }
+    }
+    for (const auto& [key, tasks] : passes_)
+      if (tasks.transfer_in >= 0 && !graph_.flows[tasks.transfer_in].links.empty())
+        result.events.push_back({graph_.flows[tasks.transfer_in].src_gpu, "pp",
+                                 std::get<1>(key) ? "send activations" : "send gradients",
+                                 start_of(finish, tasks.transfer_in), finish[tasks.transfer_in]});
+    return result;
+  }
+
+  struct Step {
+    FlowId id;
+    int rank;
+    std::string kind;
+    std::string name;
+    Seconds duration_s;
+  };
+
+  FabricEngine& engine_;
+  const Router& router_;
+  const IterationPlan& plan_;
+  FlowGraph graph_;
+  std::vector<Step> steps_;
+  std::map<PassKey, PassTasks> passes_;
+  std::map<std::pair<int, int>, FlowId> last_of_chunk_;  // (rank, chunk) -> last step of its last pass
+  std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
+  std::map<int, std::vector<FlowId>> dp_flows_;
+  std::map<std::tuple<int, Op, Bytes>, Seconds> tp_cache_;
+};
+
+}  // namespace
+
+IterationResult simulate_iteration(FabricEngine& engine, const Router& router, const IterationPlan& plan) {
+  return IterationBuilder(engine, router, plan).run();
+}
+
+}  // namespace clustersim

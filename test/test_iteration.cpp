@@ -1,0 +1,103 @@
+// A training iteration replayed on the engine. With uniform stages and free communication the time
+// is the schedule's closed form (hardware.md); with communication, a pipeline transfer and a gradient
+// all-reduce add exactly what the engine gives them alone.
+#include <catch2/catch.hpp>
+
+#include "collectives/collective.hpp"
+#include "simulator/iteration.hpp"
+#include "support.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+const Cluster& superpod() {
+  static const Cluster c = load_cluster(test::source_path("scenarios/clusters/dgx-h100-superpod.yaml"));
+  return c;
+}
+
+/// p pipeline ranks on GPU 0 of p different nodes; F and B are one microbatch through one rank's
+/// whole share of the model, split evenly over its v chunks.
+IterationPlan uniform_plan(const char* schedule, int p, int m, int v, Seconds f, Seconds b) {
+  IterationPlan plan;
+  plan.schedule = find_schedule(schedule);
+  plan.shape = ScheduleShape{p, m, v, 0};
+  for (int s = 0; s < p * v; ++s) {
+    StagePlan sp;
+    sp.forward = {{SegmentKind::compute, "fwd", f / v}};
+    sp.backward_input = {{SegmentKind::compute, "bwd", b / v}};
+    sp.activation_bytes = 64 << 20;
+    sp.gradient_bytes = 1 << 30;
+    plan.stages.push_back(sp);
+  }
+  for (int r = 0; r < p; ++r) {
+    plan.rank_gpu.push_back(8 * r);
+    plan.tp_group.push_back({8 * r});
+    plan.dp_group.push_back({8 * r});
+  }
+  plan.free_communication = true;
+  return plan;
+}
+
+void check_exact(Seconds simulated, Seconds closed_form) {
+  INFO("simulated " << simulated << " s, closed form " << closed_form << " s");
+  CHECK(std::abs(simulated - closed_form) / closed_form < 1e-9);
+}
+
+}  // namespace
+
+TEST_CASE("1f1b and gpipe iterations take (m+p-1)(F+B) with free communication") {
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  const Seconds f = 1e-3, b = 2e-3;
+  for (const char* name : {"1f1b", "gpipe"})
+    for (auto [p, m] : {std::pair{4, 8}, {8, 8}, {2, 16}}) {
+      const IterationResult r = simulate_iteration(engine, router, uniform_plan(name, p, m, 1, f, b));
+      check_exact(r.iteration_s, (m + p - 1) * (f + b));
+      // Every rank computes m(F+B) and waits out the rest as bubble.
+      for (const RankBreakdown& rank : r.ranks) {
+        CHECK(rank.compute_s == Approx(m * (f + b)).epsilon(1e-9));
+        CHECK(rank.bubble_s + rank.other_idle_s == Approx((p - 1) * (f + b)).epsilon(1e-9));
+      }
+    }
+}
+
+TEST_CASE("interleaved iterations take m(F+B) + (p-1)(F+B)/v with free communication") {
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  const Seconds f = 1e-3, b = 2e-3;
+  for (auto [p, m, v] : {std::tuple{4, 8, 2}, {4, 16, 3}, {8, 16, 2}}) {
+    const IterationResult r = simulate_iteration(engine, router, uniform_plan("interleaved", p, m, v, f, b));
+    check_exact(r.iteration_s, m * (f + b) + (p - 1) * (f + b) / v);
+  }
+}
+
+TEST_CASE("a pipeline transfer adds its lone-flow time each way") {
+  // Two stages, one microbatch: F0, send, F1, B1, send back, B0.
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  IterationPlan plan = uniform_plan("gpipe", 2, 1, 1, 1e-3, 2e-3);
+  plan.free_communication = false;
+  const Bytes bytes = plan.stages[0].activation_bytes;
+  const Route fwd = router.route(0, 8, flow_hash(0, 8, 0));
+  const Route bwd = router.route(8, 0, flow_hash(8, 0, 0));
+  // GPU 0 and GPU 8 sit on rail 0 of one unit: PCIe, NIC, leaf, NIC, PCIe; the NIC is the bottleneck.
+  const BytesPerSecond nic = superpod().effective_bandwidth_Bps(superpod().nic_port_link[0]);
+  const Seconds expected = 2 * (1e-3 + 2e-3) + fwd.latency_s + bwd.latency_s + 2.0 * bytes / nic;
+  check_exact(simulate_iteration(engine, router, plan).iteration_s, expected);
+}
+
+TEST_CASE("a gradient all-reduce across data parallelism is exposed after the last backward") {
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  IterationPlan plan = uniform_plan("1f1b", 1, 4, 1, 1e-3, 2e-3);
+  plan.free_communication = false;
+  plan.dp_group = {{0, 8, 16, 24}};
+  plan.optimizer_s = 5e-3;
+  const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], plan.stages[0].gradient_bytes, plan.channels,
+                              *find_protocol("Simple"), 0};
+  const Seconds all_reduce = makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+  const IterationResult r = simulate_iteration(engine, router, plan);
+  check_exact(r.iteration_s, 4 * 3e-3 + all_reduce + 5e-3);
+  CHECK(r.ranks[0].dp_exposed_s == Approx(all_reduce).epsilon(1e-9));
+}

@@ -1,0 +1,14 @@
+#include "workloads/iteration_plan.hpp"
+
+namespace clustersim {
+
+const char* to_string(SegmentKind kind) {
+  switch (kind) {
+    case SegmentKind::compute: return "compute";
+    case SegmentKind::recompute: return "recompute";
+    case SegmentKind::tp_comm: return "tp";
+  }
+  return "?";
+}
+
+}  // namespace clustersim

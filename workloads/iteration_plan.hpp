@@ -1,0 +1,52 @@
+#pragma once
+// What one training iteration asks of each pipeline stage, as a value the engine replays: per model
+// stage (chunk), the segments of one microbatch's forward and backward on one GPU, the bytes sent
+// between stages, and the gradients reduced across data parallelism. Built from a scenario by
+// plan_iteration(); tests build it directly (uniform stages, free communication).
+//
+// Symmetry: the TP ranks of a group run the same segments, and data-parallel replicas run the same
+// pipeline, so the plan describes one representative GPU per pipeline rank (tp 0, dp 0). What breaks
+// the symmetry - the fabric shared by the data-parallel collectives - is simulated with real flows.
+#include <string>
+#include <vector>
+
+#include "collectives/collective.hpp"
+#include "workloads/schedule.hpp"
+
+namespace clustersim {
+
+enum class SegmentKind { compute, recompute, tp_comm };
+const char* to_string(SegmentKind kind);
+
+/// One step on a GPU's compute stream. Compute has a duration; a TP collective is blocking (Megatron
+/// waits for it before the next GEMM) and is timed by the engine over its group, cached per shape.
+struct Segment {
+  SegmentKind kind = SegmentKind::compute;
+  std::string label;       // "layer 3 fwd", "attention all-reduce", ...
+  Seconds duration_s = 0;  // compute and recompute
+  Op tp_op = Op::all_reduce;
+  Bytes tp_bytes = 0;      // tp_comm: nccl-tests size of the collective
+};
+
+struct StagePlan {
+  std::vector<Segment> forward;          // one microbatch
+  std::vector<Segment> backward_input;   // input gradient (with any recompute first)
+  std::vector<Segment> backward_weight;  // weight gradient; a full backward runs both back to back
+  Bytes activation_bytes = 0;            // sent forward to the next stage, and its gradient back
+  Bytes gradient_bytes = 0;              // this chunk's gradients on one GPU, reduced across DP
+};
+
+struct IterationPlan {
+  const Schedule* schedule = nullptr;
+  ScheduleShape shape;
+  std::vector<StagePlan> stages;          // by global model stage, p * v of them
+  std::vector<int> rank_gpu;              // pipeline rank -> representative GPU
+  std::vector<std::vector<int>> tp_group; // pipeline rank -> GPUs of its TP group
+  std::vector<std::vector<int>> dp_group; // pipeline rank -> GPUs of its DP group (the TP rank 0 one)
+  bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
+  Seconds optimizer_s = 0;                // optimizer step on one GPU of a pipeline rank
+  int channels = 2;                       // per collective, for TP, PP and DP flows
+  bool free_communication = false;        // every transfer and collective takes no time
+};
+
+}  // namespace clustersim
