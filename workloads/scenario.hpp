@@ -1,0 +1,61 @@
+#pragma once
+// A training scenario as the user writes it (scenarios/*.yaml), resolved into values: the cluster,
+// the model, the parallel layout, the schedule, the batch and the precision. Every inconsistency
+// between them is a UserError here, before anything is simulated.
+//
+// Paths in a scenario (cluster, model) are relative to the scenario file. The GPU catalog is found
+// next to the clusters folder: <dir of the cluster file>/../gpus.yaml (scenarios/gpus.yaml for the
+// shipped clusters), so a copied scenarios/ tree carries its own catalog.
+#include <string>
+#include <vector>
+
+#include "topologies/cluster_spec.hpp"
+#include "workloads/gpu_catalog.hpp"
+#include "workloads/layout.hpp"
+#include "workloads/memory_model.hpp"
+#include "workloads/model.hpp"
+#include "workloads/schedule.hpp"
+
+namespace clustersim {
+
+struct ScenarioSpec {
+  std::string file;
+  std::string name;
+  std::string cluster_file;      // resolved against the scenario's folder
+  ClusterSpec cluster;
+  GpuModel gpu;                  // the cluster's GPU, from the catalog
+  ModelSpec model;
+  ParallelLayout layout;         // over the cluster's first layout.world() GPUs
+  int virtual_stages = 1;        // v: model chunks per pipeline rank
+  bool sequence_parallel = false;
+  bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP
+  std::string schedule_name;
+  const Schedule* schedule = nullptr;
+  int global_batch = 0;          // sequences per iteration
+  int microbatch = 0;            // sequences per microbatch
+  std::string precision;         // a datatype of the GPU catalog ("bf16", "fp8", ...)
+  Recompute recompute = Recompute::none;
+
+  int gpus() const { return layout.world(); }
+  /// Microbatches each pipeline runs per iteration (m).
+  int microbatches() const { return global_batch / (microbatch * layout.dp); }
+  ScheduleShape schedule_shape() const { return {layout.pp, microbatches(), virtual_stages, 0}; }
+};
+
+/// Reads, overrides and validates a scenario. Each of these is a UserError at the field to change:
+/// gpus above the cluster's; tp x pp x dp != gpus (at parallel); layers not divisible by pp, or by
+/// pp x virtual_stages; heads not divisible by tp; kv_heads neither a multiple nor a divisor of tp
+/// (tp > kv_heads is fine when each KV head is replicated on tp / kv_heads ranks, as Megatron-Core
+/// does for GQA); global_batch not a multiple of microbatch x dp; a schedule that is unknown or
+/// cannot run the shape (its not_applicable reason); a precision the GPU lacks; a cluster or model
+/// file that cannot be opened; a cluster GPU missing from the catalog (at the cluster's gpu); any
+/// unknown key.
+/// `overrides` are "dotted.path=value" (the CLI's --set), applied to the YAML before validation; the
+/// value is read as a YAML scalar, and an error in it names the scenario file and the field. An
+/// override of a field the schema lacks is a UserError on "command line", field "--set".
+ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// Every field --set can reach, as dotted paths ("parallel.tp"), for messages and listings.
+std::vector<std::string> scenario_fields();
+
+}  // namespace clustersim
