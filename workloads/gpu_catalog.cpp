@@ -50,15 +50,41 @@ GemmEfficiency read_gemm_efficiency(const YamlField& f) {
   return e;
 }
 
+double read_fraction(const YamlField& f) {
+  const double x = f.as_positive();
+  if (x > 1.0) f.fail("expected a fraction in (0, 1]");
+  return x;
+}
+
+AttentionEfficiency read_attention_efficiency(const YamlField& f) {
+  f.expect_keys({"max_fraction", "half_seq_len", "source"});
+  AttentionEfficiency e;
+  e.max_fraction = read_fraction(f.child("max_fraction"));
+  e.half_seq_len = f.child("half_seq_len").as_non_negative();
+  e.source = f.child("source").as_string();
+  return e;
+}
+
+HbmEfficiency read_hbm_efficiency(const YamlField& f) {
+  f.expect_keys({"fraction", "source"});
+  return HbmEfficiency{read_fraction(f.child("fraction")), f.child("source").as_string()};
+}
+
 GpuModel read_gpu(const YamlField& f) {
-  f.expect_keys({"name", "peak_tflops", "hbm_GiB", "hbm_GB", "hbm_bandwidth_TBps", "gemm_efficiency", "source"});
+  f.expect_keys({"name", "peak_tflops", "hbm_GiB", "hbm_GB", "hbm_bandwidth_TBps", "gemm_efficiency",
+                 "attention_efficiency", "hbm_efficiency", "source"});
   GpuModel gpu;
   gpu.name = f.child("name").as_string();
   gpu.peak_flops_per_s = read_peaks(f.child("peak_tflops"));
   gpu.hbm_bytes = read_hbm(f);
   gpu.hbm_bandwidth_Bps = f.child("hbm_bandwidth_TBps").as_positive() * kTera;
   if (auto e = f.find("gemm_efficiency")) gpu.gemm_efficiency = read_gemm_efficiency(*e);
+  if (auto e = f.find("attention_efficiency")) gpu.attention_efficiency = read_attention_efficiency(*e);
+  if (auto e = f.find("hbm_efficiency")) gpu.hbm_efficiency = read_hbm_efficiency(*e);
   gpu.source = f.child("source").as_string();  // required: every figure says where it is from
+  gpu.catalog_file = f.file();
+  gpu.catalog_line = f.line();
+  gpu.catalog_path = f.path();
   return gpu;
 }
 

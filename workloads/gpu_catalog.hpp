@@ -23,13 +23,35 @@ struct GemmEfficiency {
   }
 };
 
+/// Achieved fraction of peak for the flash-attention core, saturating in the sequence length (keys
+/// per query), in the FLOPs the kernel executes (a causal kernel skips the masked half).
+struct AttentionEfficiency {
+  double max_fraction = 1.0;  // what long sequences reach, in (0, 1]
+  double half_seq_len = 0.0;  // the sequence length (tokens) that reaches max_fraction / 2
+  std::string source;
+
+  double fraction_of_peak(double seq_len) const { return max_fraction * seq_len / (seq_len + half_seq_len); }
+};
+
+/// Achieved fraction of HBM bandwidth for a streaming kernel (one load and one store stream).
+struct HbmEfficiency {
+  double fraction = 1.0;
+  std::string source;
+};
+
 struct GpuModel {
   std::string name;
   std::map<std::string, double> peak_flops_per_s;  // dense, by datatype ("bf16", "fp8", ...)
   Bytes hbm_bytes = 0;
   BytesPerSecond hbm_bandwidth_Bps = 0;
   std::optional<GemmEfficiency> gemm_efficiency;
+  std::optional<AttentionEfficiency> attention_efficiency;
+  std::optional<HbmEfficiency> hbm_efficiency;
   std::string source;
+  // Where the entry is written, so a missing calibration can be reported there.
+  std::string catalog_file;
+  int catalog_line = 0;
+  std::string catalog_path;
 
   /// Dense peak in FLOP/s, or nothing when the GPU cannot run `dtype` (FP8 on an A100).
   std::optional<double> peak_flops(const std::string& dtype) const;

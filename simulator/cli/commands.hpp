@@ -13,6 +13,7 @@ void add_collective_command(CLI::App& app);
 void add_topology_command(CLI::App& app);
 void add_list_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 /// "8", "64K", "1M", "8G": binary multiples, as nccl-tests reads -b and -e.
 Bytes parse_size(const std::string& text, const std::string& option);

@@ -1,0 +1,158 @@
+// `clustersim run`: one training iteration of a scenario, with where its time and memory go.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "simulator/cli/commands.hpp"
+#include "simulator/training_run.hpp"
+#include "topologies/user_error.hpp"
+
+namespace clustersim::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;
+  std::string json, trace, trace_ranks, kernels;
+  bool allow_oom = false;
+};
+
+double gib(Bytes b) { return static_cast<double>(b) / (1ULL << 30); }
+
+/// "0-7,64" -> {0..7, 64}.
+std::set<int> parse_ranks(const std::string& text) {
+  std::set<int> out;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) {
+    const auto dash = part.find('-');
+    try {
+      std::size_t used = 0;
+      const int lo = std::stoi(part.substr(0, dash), &used);
+      const int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
+      if (lo < 0 || hi < lo) throw std::invalid_argument(part);
+      for (int r = lo; r <= hi; ++r) out.insert(r);
+    } catch (const std::exception&) {
+      throw UserError("command line", 0, "--trace-ranks", "expected GPU ranges like 0-7,64, got '" + text + "'");
+    }
+  }
+  return out;
+}
+
+void print_report(const ScenarioSpec& s, const RunReport& r) {
+  const ParallelLayout& l = s.layout;
+  std::cout << fmt::format("# clustersim run: {} ({} on {} {}; tp {} pp {} dp {} v {}; {} schedule, {} microbatches "
+                           "of {}; {} recompute; {})\n",
+                           s.name, s.model.name, s.gpus(), s.gpu.name, l.tp, l.pp, l.dp, s.virtual_stages,
+                           s.schedule_name, s.microbatches(), s.microbatch,
+                           s.recompute == Recompute::full ? "full" : s.recompute == Recompute::selective ? "selective" : "no",
+                           s.precision);
+  std::cout << fmt::format("iteration time          {:>12.3f} s\n", r.iteration_s);
+  std::cout << fmt::format("tokens/s                {:>12.0f}\n", r.tokens_per_s);
+  std::cout << fmt::format("model TFLOP/s per GPU   {:>12.1f}   (Megatron: executed FLOPs, recompute included)\n",
+                           r.model_tflops_per_gpu);
+  std::cout << fmt::format("MFU                     {:>11.1f}%   (PaLM: 6N + 12lsh per token over {} peak)\n",
+                           100 * r.mfu, s.precision);
+  std::cout << "\n# memory per pipeline stage (GiB per GPU)\n";
+  std::cout << fmt::format("# {:>5} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "stage", "weights", "grads", "optimizer",
+                           "activations", "workspace", "total");
+  for (const StageReport& st : r.stages)
+    std::cout << fmt::format("  {:>5} {:>9.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>9.2f} {:>9.2f}\n", st.pipeline_rank,
+                             gib(st.memory.weights), gib(st.memory.gradients), gib(st.memory.optimizer),
+                             gib(st.memory.activations), gib(st.memory.recompute_workspace), gib(st.memory.total));
+  std::cout << "\n# time per pipeline stage (s): exposed communication, bubble and idle add up to the iteration\n";
+  std::cout << fmt::format("# {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}\n", "stage", "compute", "recompute",
+                           "tp", "pp", "dp", "optimizer", "bubble", "idle");
+  for (const StageReport& st : r.stages) {
+    const RankBreakdown& b = st.time;
+    std::cout << fmt::format("  {:>5} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>9.3f} {:>8.3f} {:>8.3f}\n",
+                             st.pipeline_rank, b.compute_s, b.recompute_s, b.tp_s, b.pp_exposed_s, b.dp_exposed_s,
+                             b.optimizer_s, b.bubble_s, b.other_idle_s);
+  }
+}
+
+std::string report_json(const ScenarioSpec& s, const RunReport& r) {
+  nlohmann::ordered_json j;
+  j["scenario"] = s.name;
+  j["gpus"] = s.gpus();
+  j["iteration_s"] = r.iteration_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["stages"] = nlohmann::ordered_json::array();
+  for (const StageReport& st : r.stages) {
+    const RankBreakdown& b = st.time;
+    j["stages"].push_back({{"stage", st.pipeline_rank},
+                           {"gpu", st.gpu},
+                           {"memory_bytes",
+                            {{"weights", st.memory.weights},
+                             {"gradients", st.memory.gradients},
+                             {"optimizer", st.memory.optimizer},
+                             {"activations", st.memory.activations},
+                             {"recompute_workspace", st.memory.recompute_workspace},
+                             {"total", st.memory.total}}},
+                           {"time_s",
+                            {{"compute", b.compute_s},
+                             {"recompute", b.recompute_s},
+                             {"tp_exposed", b.tp_s},
+                             {"pp_exposed", b.pp_exposed_s},
+                             {"dp_exposed", b.dp_exposed_s},
+                             {"optimizer", b.optimizer_s},
+                             {"bubble", b.bubble_s},
+                             {"other_idle", b.other_idle_s}}}});
+  }
+  return j.dump(2) + "\n";
+}
+
+/// Chrome / Perfetto trace: one process per GPU, one thread per stream, times in microseconds.
+std::string trace_json(const RunReport& r, const std::set<int>& keep) {
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  std::set<int> gpus;
+  const std::vector<std::string> streams{"compute", "pp", "dp"};
+  for (const TraceEvent& e : r.iteration.events) {
+    if (!keep.empty() && !keep.count(e.gpu)) continue;
+    gpus.insert(e.gpu);
+    const int tid = static_cast<int>(std::find(streams.begin(), streams.end(), e.stream) - streams.begin());
+    events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", e.gpu}, {"tid", tid},
+                      {"ts", e.start_s * 1e6}, {"dur", (e.end_s - e.start_s) * 1e6}});
+  }
+  for (int g : gpus) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", g}, {"args", {{"name", "GPU " + std::to_string(g)}}}});
+    for (std::size_t t = 0; t < streams.size(); ++t)
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", g}, {"tid", t}, {"args", {{"name", streams[t]}}}});
+  }
+  nlohmann::ordered_json j;
+  j["traceEvents"] = events;
+  j["displayTimeUnit"] = "ms";
+  return j.dump() + "\n";
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "simulate one training iteration of a scenario");
+  cmd->add_option("scenario", o->scenario, "scenario YAML")->required();
+  cmd->add_option("--set", o->overrides, "override a field: --set parallel.tp=4 (repeatable)");
+  cmd->add_option("--json", o->json, "write the report as JSON");
+  cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace JSON");
+  cmd->add_option("--trace-ranks", o->trace_ranks, "GPUs to keep in the trace, e.g. 0-7,64 (default: all simulated)");
+  cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
+  cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when a stage does not fit in GPU memory");
+  cmd->callback([o] {
+    const ScenarioSpec s = load_scenario(o->scenario, o->overrides);
+    const std::set<int> keep = o->trace_ranks.empty() ? std::set<int>{} : parse_ranks(o->trace_ranks);
+    std::optional<KernelTable> kernels;
+    if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels);
+    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr);
+    print_report(s, r);
+    if (!o->json.empty()) write_file(o->json, report_json(s, r), "--json");
+    if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
+  });
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,77 @@
+#include "simulator/training_run.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "topologies/user_error.hpp"
+#include "workloads/model_math.hpp"
+#include "workloads/plan_iteration.hpp"
+
+namespace clustersim {
+
+namespace {
+
+double gib(Bytes b) { return static_cast<double>(b) / (1ULL << 30); }
+
+std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan& plan) {
+  // Peak in-flight microbatches come from the schedule's own table, replayed with unit passes.
+  const ScheduleTiming shape_timing = replay(*plan.schedule, plan.shape, 1.0, 2.0);
+  const int p = plan.shape.stages;
+  std::vector<StageMemory> out;
+  for (int r = 0; r < p; ++r) {
+    double params = 0;
+    bool first = false, last = false;
+    for (int c = 0; c < plan.shape.chunks; ++c) {
+      const int stage = plan.schedule->chunk_stage(plan.shape, r, c);
+      params += static_cast<double>(plan.stages[stage].gradient_bytes) / 4;
+      first = first || stage == 0;
+      last = last || stage == static_cast<int>(plan.stages.size()) - 1;
+    }
+    StageLoad load;
+    load.params_on_rank = params;
+    load.layers = s.model.layers / p;
+    load.in_flight_microbatches = shape_timing.peak_in_flight_microbatches[r];
+    load.first_stage = first;
+    load.last_stage = last;
+    load.data_parallel = s.layout.dp;
+    load.distributed_optimizer = s.distributed_optimizer;
+    out.push_back(stage_memory(s.model, {s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute}, load));
+  }
+  return out;
+}
+
+}  // namespace
+
+RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels) {
+  const IterationPlan plan = plan_iteration(s, kernels);
+  const std::vector<StageMemory> memory = plan_memory(s, plan);
+  for (std::size_t r = 0; r < memory.size(); ++r)
+    if (!allow_oom && memory[r].total > s.gpu.hbm_bytes) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "pipeline stage %zu needs %.2f GiB per GPU, %.2f GiB more than the %s's %.2f GiB "
+                    "(--allow-oom runs it anyway)",
+                    r, gib(memory[r].total), gib(memory[r].total - s.gpu.hbm_bytes), s.gpu.name.c_str(),
+                    gib(s.gpu.hbm_bytes));
+      throw UserError(s.file, 0, "parallel", line);
+    }
+
+  const Cluster cluster = build_cluster(s.cluster);
+  const Router router(cluster);
+  FabricEngine engine(cluster);
+  RunReport report;
+  report.scenario = s.name;
+  report.iteration = simulate_iteration(engine, router, plan);
+  report.iteration_s = report.iteration.iteration_s;
+  const double tokens = static_cast<double>(s.global_batch) * s.model.seq_len;
+  report.tokens_per_s = tokens / report.iteration_s;
+  const double executed =
+      training_flops_per_iteration(s.model, s.global_batch, s.recompute == Recompute::full);
+  report.model_tflops_per_gpu = executed / report.iteration_s / s.gpus() / 1e12;
+  report.mfu = model_flops_per_token(s.model) * report.tokens_per_s / s.gpus() / *s.gpu.peak_flops(s.precision);
+  for (std::size_t r = 0; r < memory.size(); ++r)
+    report.stages.push_back({static_cast<int>(r), plan.rank_gpu[r], memory[r], report.iteration.ranks[r]});
+  return report;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,40 @@
+#pragma once
+// A scenario simulated end to end: its cluster and engine, its iteration plan replayed, and the
+// figures a user asks for - iteration time, throughput, model FLOP/s, MFU, memory and where each
+// pipeline stage's time went.
+#include <string>
+#include <vector>
+
+#include "simulator/iteration.hpp"
+#include "workloads/compute_model.hpp"
+#include "workloads/memory_model.hpp"
+#include "workloads/scenario.hpp"
+
+namespace clustersim {
+
+struct StageReport {
+  int pipeline_rank = 0;
+  int gpu = 0;
+  StageMemory memory;
+  RankBreakdown time;
+};
+
+struct RunReport {
+  std::string scenario;
+  Seconds iteration_s = 0;
+  double tokens_per_s = 0;
+  /// Megatron's figure (Narayanan et al. eq. 3): the FLOPs the run executes, recomputation included,
+  /// per second per GPU.
+  double model_tflops_per_gpu = 0;
+  /// PaLM's model FLOPs utilisation: 6N + 12 l s h FLOPs per token (no recomputation) per second,
+  /// over the GPUs' dense peak in the run's precision.
+  double mfu = 0;
+  std::vector<StageReport> stages;
+  IterationResult iteration;
+};
+
+/// Simulates one iteration. Memory beyond the GPU's HBM is a UserError naming the stage and the
+/// shortfall unless allow_oom.
+RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr);
+
+}  // namespace clustersim

@@ -1,0 +1,345 @@
+// The compute model: roofline closed forms, the calibrated A100 and H100 against the published
+// kernel measurements they were calibrated from (scenarios/gpus.yaml names each), a layer's ops
+// against model_math's FLOP counts, kernel-table overrides and their errors, and how an
+// uncalibrated GPU is reported.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+#include "topologies/user_error.hpp"
+#include "topologies/yaml_reader.hpp"
+#include "workloads/compute_model.hpp"
+#include "workloads/model.hpp"
+#include "workloads/model_math.hpp"
+
+namespace {
+
+using namespace clustersim;
+using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+
+const GpuCatalog& shipped_catalog() {
+  static const GpuCatalog catalog = load_gpu_catalog(test::source_path("scenarios/gpus.yaml"));
+  return catalog;
+}
+
+const GpuModel& shipped_gpu(const std::string& name) {
+  const GpuModel* gpu = shipped_catalog().find(name);
+  if (!gpu) throw std::runtime_error("no " + name + " in the shipped catalog");
+  return *gpu;
+}
+
+ModelSpec shipped_model(const std::string& name) {
+  return load_model_spec(test::source_path("scenarios/models/" + name + ".yaml"));
+}
+
+/// 100 TFLOP/s and 1 TB/s with every efficiency 1: times are closed forms.
+GpuModel ideal_gpu() {
+  GpuModel gpu;
+  gpu.name = "ideal";
+  gpu.peak_flops_per_s["bf16"] = 100e12;
+  gpu.hbm_bandwidth_Bps = 1e12;
+  gpu.gemm_efficiency = GemmEfficiency{1.0, 0.0, "test"};
+  gpu.attention_efficiency = AttentionEfficiency{1.0, 0.0, "test"};
+  gpu.hbm_efficiency = HbmEfficiency{1.0, "test"};
+  return gpu;
+}
+
+ComputeOp op_of(ComputeKind kind, double flops, Bytes bytes) {
+  ComputeOp op;
+  op.name = "x";
+  op.kind = kind;
+  op.flops = flops;
+  op.hbm_bytes = bytes;
+  return op;
+}
+
+ComputeOp gemm_of(long m, long n, long k) {
+  ComputeOp op = op_of(ComputeKind::gemm, 2.0 * m * n * k, 0);
+  op.name = "gemm";
+  op.shape = {m, n, k};
+  return op;
+}
+
+/// TFLOP/s the model predicts for a GEMM, as a benchmark reports it.
+double gemm_tflops(const GpuModel& gpu, long m, long n, long k) {
+  const ComputeOp op = gemm_of(m, n, k);
+  return op.flops / op_time(gpu, "bf16", op) / 1e12;
+}
+
+void check_within_5_percent(double predicted, double published) {
+  INFO("predicted " << predicted << ", published " << published);
+  CHECK(std::abs(predicted - published) / published <= 0.05);
+}
+
+UserError error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e;
+  }
+  throw std::runtime_error("expected a UserError");
+}
+
+}  // namespace
+
+TEST_CASE("A pure-compute op at efficiency 1 takes its FLOPs over peak") {
+  const ComputeOp op = op_of(ComputeKind::gemm, 3e12, 0);
+  CHECK(op_time(ideal_gpu(), "bf16", op) == Approx(3e12 / 100e12));
+}
+
+TEST_CASE("A pure-memory op takes its bytes over the bandwidth") {
+  const ComputeOp op = op_of(ComputeKind::elementwise, 0, 5'000'000'000);
+  CHECK(op_time(ideal_gpu(), "bf16", op) == Approx(5e9 / 1e12));
+}
+
+TEST_CASE("An op takes the larger of its compute and memory times") {
+  // 1 TFLOP is 10 ms at 100 TFLOP/s; 20 GB is 20 ms at 1 TB/s, 5 GB is 5 ms.
+  CHECK(op_time(ideal_gpu(), "bf16", op_of(ComputeKind::gemm, 1e12, 20'000'000'000)) == Approx(0.020));
+  CHECK(op_time(ideal_gpu(), "bf16", op_of(ComputeKind::gemm, 1e12, 5'000'000'000)) == Approx(0.010));
+}
+
+TEST_CASE("Efficiencies derate their side of the roofline") {
+  GpuModel gpu = ideal_gpu();
+  gpu.gemm_efficiency = GemmEfficiency{0.5, 0.0, "test"};
+  gpu.hbm_efficiency = HbmEfficiency{0.25, "test"};
+  CHECK(op_time(gpu, "bf16", op_of(ComputeKind::gemm, 1e12, 0)) == Approx(1e12 / (100e12 * 0.5)));
+  CHECK(op_time(gpu, "bf16", op_of(ComputeKind::elementwise, 0, 1'000'000'000)) == Approx(1e9 / (1e12 * 0.25)));
+  // A causal attention kernel executes half the counted square.
+  ComputeOp attention = op_of(ComputeKind::attention, 1e12, 0);
+  attention.shape = {1, 4096, 128};
+  attention.causal = true;
+  CHECK(op_time(gpu, "bf16", attention) == Approx(0.5e12 / 100e12));
+}
+
+TEST_CASE("The GEMM efficiency curve rises monotonically and saturates at max_fraction") {
+  for (const char* name : {"A100-SXM-80GB", "H100-SXM"}) {
+    INFO(name);
+    const GemmEfficiency& e = shipped_gpu(name).gemm_efficiency.value();
+    double previous = 0;
+    for (double flops = 1e6; flops <= 1e16; flops *= 2) {
+      const double f = e.fraction_of_peak(flops);
+      CHECK(f > previous);
+      CHECK(f < e.max_fraction);
+      previous = f;
+    }
+    CHECK(e.fraction_of_peak(1e16) == Approx(e.max_fraction).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("The calibrated H100 reproduces the published bf16 GEMM throughputs within 5%") {
+  const GpuModel& h100 = shipped_gpu("H100-SXM");
+  // OpenXLA's measured sm_90 matmul table (matmul_interpolator_data.h, tensorflow commit 372d578b):
+  // the two calibration points and one more.
+  check_within_5_percent(gemm_tflops(h100, 2048, 2048, 2048), 632.0);
+  check_within_5_percent(gemm_tflops(h100, 4096, 4096, 4096), 783.3);
+  check_within_5_percent(gemm_tflops(h100, 1024, 2048, 2048), 524.3);
+  // Bekman, ml-engineering, Maximum Achievable Matmul FLOPS table (H100 SXM, two software versions).
+  check_within_5_percent(gemm_tflops(h100, 2048, 2048, 13312), 794.5);
+  check_within_5_percent(gemm_tflops(h100, 6144, 17920, 2816), 792.1);
+}
+
+TEST_CASE("The calibrated A100 reproduces the published bf16 GEMM throughputs within 5%") {
+  const GpuModel& a100 = shipped_gpu("A100-SXM-80GB");
+  // Bekman, ml-engineering, Maximum Achievable Matmul FLOPS table (A100 SXM, torch 2.6 and CUDA 12.1).
+  check_within_5_percent(gemm_tflops(a100, 1024, 10240, 5120), 271.2);
+  check_within_5_percent(gemm_tflops(a100, 6912, 16384, 2048), 267.9);
+}
+
+TEST_CASE("Calibrated flash attention reproduces FlashAttention-2 forward plus backward within 5%") {
+  // Dao 2023 (arXiv:2307.08691) Figures 4d (A100) and 7d (H100): causal, head dim 128, 16 heads,
+  // batch 16k / seq_len, TFLOP/s counted as the paper does: 3.5x the forward, causal = half square.
+  struct Point {
+    const char* gpu;
+    int seq_len;
+    double tflops;
+  };
+  const std::vector<Point> points = {
+      {"A100-SXM-80GB", 512, 99},  {"A100-SXM-80GB", 1024, 133}, {"A100-SXM-80GB", 2048, 155},
+      {"A100-SXM-80GB", 4096, 173}, {"A100-SXM-80GB", 8192, 182}, {"A100-SXM-80GB", 16384, 189},
+      {"H100-SXM", 512, 163},       {"H100-SXM", 1024, 221},      {"H100-SXM", 2048, 265},
+      {"H100-SXM", 4096, 294},      {"H100-SXM", 8192, 308},      {"H100-SXM", 16384, 328},
+  };
+  for (const Point& p : points) {
+    INFO(p.gpu << " at sequence length " << p.seq_len);
+    ModelSpec m;
+    m.hidden = 2048;
+    m.heads = m.kv_heads = 16;
+    m.ffn_hidden = 8192;
+    m.vocab = 1;
+    m.seq_len = p.seq_len;
+    const int batch = 16384 / p.seq_len;
+    std::vector<ComputeOp> ops = layer_forward_ops(m, batch, 1, false);
+    const ComputeOp forward = *std::find_if(ops.begin(), ops.end(), [](const auto& op) { return op.kind == ComputeKind::attention; });
+    const ComputeOp backward = backward_ops({forward}).front();
+    const GpuModel& gpu = shipped_gpu(p.gpu);
+    const Seconds t = op_time(gpu, "bf16", forward) + op_time(gpu, "bf16", backward);
+    check_within_5_percent(3.5 * (forward.flops / 2) / t / 1e12, p.tflops);
+  }
+}
+
+TEST_CASE("Calibrated element-wise ops stream at the published bandwidth") {
+  // RRZE-HPC gpu-benches gpu-stream, SCALE kernel at full occupancy: A100 80GB 1737 GB/s; the H100
+  // value is its PCIe part's fraction, 1704 of 2000 GB/s.
+  const ComputeOp op = op_of(ComputeKind::elementwise, 0, 10'000'000'000);
+  check_within_5_percent(1e10 / op_time(shipped_gpu("A100-SXM-80GB"), "bf16", op) / 1e9, 1737);
+  const GpuModel& h100 = shipped_gpu("H100-SXM");
+  check_within_5_percent(1e10 / op_time(h100, "bf16", op) / h100.hbm_bandwidth_Bps, 1704.0 / 2000.0);
+}
+
+TEST_CASE("A layer's GEMM and attention FLOPs add up to model_math's count") {
+  struct Case {
+    const char* model;
+    int microbatch, tp;
+  };
+  // Llama 3 8B at tp 16 holds a replica of one of its 8 KV heads per GPU.
+  for (const Case& c : std::vector<Case>{{"gpt3-175b", 1, 8}, {"megatron-1.7b", 4, 1}, {"llama3-70b", 2, 8}, {"llama3-8b", 1, 16}}) {
+    INFO(c.model << " microbatch " << c.microbatch << " tp " << c.tp);
+    const ModelSpec m = shipped_model(c.model);
+    const LayerFlops want = layer_forward_flops(m, c.microbatch, c.tp);
+    double qkv = 0, attention = 0, attn_out = 0, ffn = 0, other = 0;
+    for (const ComputeOp& op : layer_forward_ops(m, c.microbatch, c.tp, true)) {
+      if (op.name == "qkv") qkv += op.flops;
+      else if (op.name == "attention") attention += op.flops;
+      else if (op.name == "attn_out") attn_out += op.flops;
+      else if (op.name.rfind("ffn_", 0) == 0) ffn += op.flops;
+      else other += op.flops;
+    }
+    CHECK(qkv == Approx(want.qkv_flops));
+    CHECK(attention == Approx(want.attention_core_flops));
+    CHECK(attn_out == Approx(want.attn_out_flops));
+    CHECK(ffn == Approx(want.ffn_flops));
+    CHECK(other == 0);  // element-wise FLOPs are free, as model_math counts
+  }
+}
+
+TEST_CASE("Backward ops mirror the forward ops with twice the GEMM FLOPs") {
+  const ModelSpec m = shipped_model("gpt3-175b");
+  const auto forward = layer_forward_ops(m, 1, 8, true);
+  const auto backward = backward_ops(forward);
+  double f_gemm = 0, b_gemm = 0, f_attention = 0, b_attention = 0;
+  for (const auto& op : forward) (op.kind == ComputeKind::gemm ? f_gemm : f_attention) += op.flops;
+  for (const auto& op : backward) (op.kind == ComputeKind::gemm ? b_gemm : b_attention) += op.flops;
+  CHECK(b_gemm == Approx(2 * f_gemm));
+  CHECK(b_attention == Approx(2.5 * f_attention));  // FlashAttention-2: five matmuls to two
+  // Reverse order: the last forward op (the FFN's dropout + residual) is differentiated first.
+  CHECK(backward.front().name == forward.back().name + ".bwd");
+  CHECK(backward.front().hbm_bytes == 2 * forward.back().hbm_bytes);
+  // qkv: forward 2048 x 4608 x 12288; dgrad 2048 x 12288 x 4608; wgrad 12288 x 4608 x 2048.
+  const auto dgrad = std::find_if(backward.begin(), backward.end(), [](const auto& op) { return op.name == "qkv.dgrad"; });
+  REQUIRE(dgrad != backward.end());
+  CHECK(dgrad->pass == OpPass::backward_input);
+  CHECK(dgrad->shape == OpShape{2048, 12288, 4608});
+  CHECK((dgrad + 1)->name == "qkv.wgrad");
+  CHECK((dgrad + 1)->pass == OpPass::backward_weight);
+  CHECK((dgrad + 1)->shape == OpShape{12288, 4608, 2048});
+}
+
+TEST_CASE("Sequence parallelism divides norm and residual traffic by the tensor-parallel size") {
+  const ModelSpec m = shipped_model("gpt3-175b");
+  const auto plain = layer_forward_ops(m, 1, 8, false);
+  const auto sp = layer_forward_ops(m, 1, 8, true);
+  REQUIRE(plain.size() == sp.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    INFO(plain[i].name);
+    const bool sequence_region = plain[i].name.rfind("norm", 0) == 0 || plain[i].name.rfind("dropout", 0) == 0;
+    CHECK(sp[i].hbm_bytes * (sequence_region ? 8 : 1) == plain[i].hbm_bytes);
+  }
+  // norm1 on 2048 tokens of 12288: read and write 2 bytes each.
+  CHECK(plain.front().hbm_bytes == Bytes(4) * 2048 * 12288);
+}
+
+TEST_CASE("A kernel-table row overrides the model for its exact shape only") {
+  const GpuModel& a100 = shipped_gpu("A100-SXM-80GB");
+  const ComputeOp qkv = layer_forward_ops(shipped_model("gpt3-175b"), 1, 8, true)[1];
+  REQUIRE(qkv.name == "qkv");
+  const KernelTable table = parse_kernel_table(
+      "gpu,op,dtype,m,n,k,time_us\nA100-SXM-80GB,qkv,bf16,2048,4608,12288,1234.5\n", "k.csv");
+  const OpTime measured = estimate_op_time(a100, "bf16", qkv, &table);
+  CHECK(measured.source == TimeSource::kernel_table);
+  CHECK(measured.seconds == Approx(1234.5e-6));
+  CHECK(op_time(a100, "bf16", qkv, &table) == Approx(1234.5e-6));
+  ComputeOp other = qkv;
+  other.shape.m = 4096;
+  CHECK(estimate_op_time(a100, "bf16", other, &table).source == TimeSource::calibrated);
+  CHECK(estimate_op_time(a100, "fp16", qkv, &table).source == TimeSource::calibrated);
+}
+
+TEST_CASE("A kernel table may order its columns freely and carry comments") {
+  const KernelTable table = parse_kernel_table(
+      "# measured with nsys\ntime_us, op, gpu, dtype, k, n, m\n\n  10 , attention , H100-SXM , bf16 , 128 , 2048 , 16\n",
+      "k.csv");
+  REQUIRE(table.size() == 1);
+  CHECK(table.find("H100-SXM", "attention", "bf16", OpShape{16, 2048, 128}).value() == Approx(10e-6));
+}
+
+TEST_CASE("A malformed kernel-table row is a UserError naming file line and column") {
+  const std::string header = "gpu,op,dtype,m,n,k,time_us\n";
+  auto error = [&](const std::string& rows) { return error_of([&] { parse_kernel_table(header + rows, "k.csv"); }); };
+  const UserError letters = error("X,qkv,bf16,2048,4608,12288,1\nX,qkv,bf16,2k,4608,12288,1\n");
+  CHECK(letters.file() == "k.csv");
+  CHECK(letters.line() == 3);
+  CHECK(letters.field_path() == "m");
+  CHECK_THAT(letters.what(), Contains("'2k'"));
+  const UserError negative = error("X,qkv,bf16,1,2,3,-5\n");
+  CHECK(negative.line() == 2);
+  CHECK(negative.field_path() == "time_us");
+  const UserError short_row = error("X,qkv,bf16,1,2,3\n");
+  CHECK(short_row.field_path() == "time_us");
+  const UserError empty = error("X,,bf16,1,2,3,4\n");
+  CHECK(empty.field_path() == "op");
+  const UserError twice = error("X,qkv,bf16,1,2,3,4\nX,qkv,bf16,1,2,3,5\n");
+  CHECK(twice.line() == 3);
+  CHECK_THAT(twice.what(), Contains("twice"));
+  const UserError column = error_of([] { parse_kernel_table("gpu,op,dtype,m,n,k,time_ms\n", "k.csv"); });
+  CHECK(column.line() == 1);
+  CHECK(column.field_path() == "time_ms");
+  const UserError missing = error_of([] { parse_kernel_table("gpu,op,dtype,m,n,k\n", "k.csv"); });
+  CHECK(missing.field_path() == "time_us");
+}
+
+TEST_CASE("A kernel table loads from a file and a missing file is a UserError") {
+  const std::string path = test::temp_file("gpu,op,dtype,m,n,k,time_us\nB200,logits,bf16,1,2,3,7\n", ".csv");
+  CHECK(load_kernel_table(path).size() == 1);
+  CHECK(error_of([] { load_kernel_table("/nonexistent/kernels.csv"); }).file() == "/nonexistent/kernels.csv");
+}
+
+TEST_CASE("An uncalibrated GPU is timed at peak and flagged and op_time refuses it") {
+  // B200 has datasheet figures but no calibration: estimate_op_time falls back to efficiency 1 and
+  // says so; op_time names the catalog entry to calibrate.
+  const GpuModel& b200 = shipped_gpu("B200");
+  REQUIRE_FALSE(b200.gemm_efficiency);
+  const ComputeOp op = gemm_of(8192, 8192, 8192);
+  const OpTime estimate = estimate_op_time(b200, "bf16", op);
+  CHECK(estimate.source == TimeSource::uncalibrated);
+  CHECK(estimate.seconds == Approx(op.flops / 2250e12));
+  const UserError e = error_of([&] { op_time(b200, "bf16", op); });
+  CHECK_THAT(e.file(), EndsWith("gpus.yaml"));
+  CHECK(e.line() > 0);
+  CHECK(e.field_path() == "gpus[4].gemm_efficiency");
+  CHECK_THAT(e.what(), Contains("B200"));
+  // Measured times make it usable op by op.
+  KernelTable table;
+  REQUIRE(table.add("B200", "gemm", "bf16", op.shape, 1e-3));
+  CHECK(op_time(b200, "bf16", op, &table) == Approx(1e-3));
+}
+
+TEST_CASE("A catalog efficiency above 1 is a UserError at its field") {
+  const std::string text =
+      "gpus:\n"
+      "  - name: X\n"
+      "    peak_tflops: {bf16: 100}\n"
+      "    hbm_GB: 80\n"
+      "    hbm_bandwidth_TBps: 2\n"
+      "    hbm_efficiency: {fraction: 1.2, source: test}\n"
+      "    source: test\n";
+  const UserError e = error_of([&] { parse_gpu_catalog(YamlField::load_string(text, "g.yaml")); });
+  CHECK(e.field_path() == "gpus[0].hbm_efficiency.fraction");
+  CHECK(e.line() == 6);
+}

@@ -1,0 +1,308 @@
+#include "workloads/compute_model.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "topologies/user_error.hpp"
+
+namespace clustersim {
+
+// ---------------------------------------------------------------------------------------------
+// Kernel table
+
+std::optional<Seconds> KernelTable::find(const std::string& gpu, const std::string& op, const std::string& dtype,
+                                         const OpShape& shape) const {
+  auto it = times_.find(Key{gpu, op, dtype, shape.m, shape.n, shape.k});
+  if (it == times_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool KernelTable::add(const std::string& gpu, const std::string& op, const std::string& dtype, const OpShape& shape,
+                      Seconds time_s) {
+  return times_.emplace(Key{gpu, op, dtype, shape.m, shape.n, shape.k}, time_s).second;
+}
+
+namespace {
+
+const std::vector<std::string> kColumns = {"gpu", "op", "dtype", "m", "n", "k", "time_us"};
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream in(line);
+  std::string field;
+  while (std::getline(in, field, ',')) fields.push_back(trim(field));
+  if (!line.empty() && line.back() == ',') fields.emplace_back();  // getline drops a trailing empty field
+  return fields;
+}
+
+/// Reads rows against the header's column order; every failure names file, line and column.
+class CsvRows {
+ public:
+  CsvRows(std::string file, int line, const std::vector<std::string>& header) : file_(std::move(file)) {
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      const std::string& name = header[i];
+      if (std::find(kColumns.begin(), kColumns.end(), name) == kColumns.end())
+        throw UserError(file_, line, name.empty() ? "header" : name,
+                        "expected only the columns gpu,op,dtype,m,n,k,time_us; got '" + name + "'");
+      if (!index_.emplace(name, i).second) throw UserError(file_, line, name, "expected each column once");
+    }
+    for (const auto& name : kColumns)
+      if (!index_.count(name)) throw UserError(file_, line, name, "expected a '" + name + "' column in the header");
+  }
+
+  void start_row(int line, std::vector<std::string> fields) {
+    line_ = line;
+    fields_ = std::move(fields);
+    if (fields_.size() > kColumns.size())
+      throw UserError(file_, line_, "row", "expected " + std::to_string(kColumns.size()) + " fields, got " +
+                                               std::to_string(fields_.size()));
+  }
+
+  std::string text(const std::string& column) const {
+    const std::size_t i = index_.at(column);
+    if (i >= fields_.size() || fields_[i].empty()) fail(column, "expected a value");
+    return fields_[i];
+  }
+
+  long dimension(const std::string& column) const {
+    const std::string s = text(column);
+    long value = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || end != s.data() + s.size() || value < 0)
+      fail(column, "expected a non-negative integer; got '" + s + "'");
+    return value;
+  }
+
+  double positive(const std::string& column) const {
+    const std::string s = text(column);
+    char* end = nullptr;
+    const double value = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size() || !std::isfinite(value) || value <= 0)
+      fail(column, "expected a positive number; got '" + s + "'");
+    return value;
+  }
+
+  [[noreturn]] void fail(const std::string& column, const std::string& expected) const {
+    throw UserError(file_, line_, column, expected);
+  }
+
+ private:
+  std::string file_;
+  std::map<std::string, std::size_t> index_;
+  int line_ = 0;
+  std::vector<std::string> fields_;
+};
+
+}  // namespace
+
+KernelTable parse_kernel_table(const std::string& csv_text, const std::string& name) {
+  KernelTable table(name);
+  std::optional<CsvRows> rows;
+  std::stringstream in(csv_text);
+  std::string raw;
+  for (int line = 1; std::getline(in, raw); ++line) {
+    const std::string content = trim(raw);
+    if (content.empty() || content.front() == '#') continue;
+    if (!rows) {
+      rows.emplace(name, line, split_fields(content));
+      continue;
+    }
+    rows->start_row(line, split_fields(content));
+    const OpShape shape{rows->dimension("m"), rows->dimension("n"), rows->dimension("k")};
+    const Seconds time_s = microseconds(rows->positive("time_us"));
+    if (!table.add(rows->text("gpu"), rows->text("op"), rows->text("dtype"), shape, time_s))
+      rows->fail("op", "expected one row per (gpu, op, dtype, m, n, k); this one is listed twice");
+  }
+  if (!rows) throw UserError(name, 0, "header", "expected a header line gpu,op,dtype,m,n,k,time_us");
+  return table;
+}
+
+KernelTable load_kernel_table(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(path, 0, "", "expected a readable kernel-time CSV file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_kernel_table(text.str(), path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Roofline
+
+namespace {
+
+struct Roofline {
+  Seconds seconds = 0;
+  std::string missing;  // the catalog field an uncalibrated estimate lacked, empty when calibrated
+};
+
+Roofline roofline(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op) {
+  const std::optional<double> peak = gpu.peak_flops(dtype);
+  // Scenarios check the datatype against the catalog (peak_flops_or_fail) before timing anything.
+  if (!peak) throw std::invalid_argument(gpu.name + " has no " + dtype + " peak; check it when loading the scenario");
+  Roofline r;
+  auto need = [&r](bool present, const char* field) {
+    if (!present && r.missing.empty()) r.missing = field;
+  };
+  double compute_fraction = 1.0;
+  double executed_flops = op.flops;
+  switch (op.kind) {
+    case ComputeKind::gemm:
+      need(gpu.gemm_efficiency.has_value(), "gemm_efficiency");
+      if (gpu.gemm_efficiency) compute_fraction = gpu.gemm_efficiency->fraction_of_peak(op.flops);
+      break;
+    case ComputeKind::attention:
+      need(gpu.attention_efficiency.has_value(), "attention_efficiency");
+      if (gpu.attention_efficiency) compute_fraction = gpu.attention_efficiency->fraction_of_peak(double(op.shape.n));
+      if (op.causal) executed_flops /= 2;
+      break;
+    case ComputeKind::elementwise:
+    case ComputeKind::optimizer:
+      break;  // memory-bound: their arithmetic is not derated
+  }
+  need(gpu.hbm_efficiency.has_value(), "hbm_efficiency");
+  const double hbm_fraction = gpu.hbm_efficiency ? gpu.hbm_efficiency->fraction : 1.0;
+  const Seconds compute_s = executed_flops / (*peak * compute_fraction);
+  const Seconds memory_s = double(op.hbm_bytes) / (gpu.hbm_bandwidth_Bps * hbm_fraction);
+  r.seconds = std::max(compute_s, memory_s);
+  return r;
+}
+
+}  // namespace
+
+OpTime estimate_op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op,
+                        const KernelTable* kernels) {
+  if (kernels)
+    if (auto measured = kernels->find(gpu.name, op.name, dtype, op.shape)) return {*measured, TimeSource::kernel_table};
+  const Roofline r = roofline(gpu, dtype, op);
+  return {r.seconds, r.missing.empty() ? TimeSource::calibrated : TimeSource::uncalibrated};
+}
+
+Seconds op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op, const KernelTable* kernels) {
+  if (kernels)
+    if (auto measured = kernels->find(gpu.name, op.name, dtype, op.shape)) return *measured;
+  const Roofline r = roofline(gpu, dtype, op);
+  if (!r.missing.empty())
+    throw UserError(gpu.catalog_file, gpu.catalog_line, gpu.catalog_path.empty() ? r.missing : gpu.catalog_path + "." + r.missing,
+                    "expected a " + r.missing + " calibration for " + gpu.name + " to time '" + op.name +
+                        "' (see the catalog's header), or a kernel table row for it");
+  return r.seconds;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layer operations
+
+namespace {
+
+constexpr double kActivationBytes = 2;  // bf16 / fp16 activations
+
+ComputeOp gemm(const std::string& name, long m, long n, long k, OpPass pass = OpPass::forward) {
+  ComputeOp op;
+  op.name = name;
+  op.kind = ComputeKind::gemm;
+  op.pass = pass;
+  op.shape = {m, n, k};
+  op.flops = 2.0 * double(m) * double(n) * double(k);
+  op.hbm_bytes = Bytes(kActivationBytes * (double(m) * k + double(k) * n + double(m) * n));
+  return op;
+}
+
+ComputeOp elementwise(const std::string& name, long tokens, long width, double bytes_per_element) {
+  ComputeOp op;
+  op.name = name;
+  op.kind = ComputeKind::elementwise;
+  op.shape = {tokens, width, 0};
+  op.hbm_bytes = Bytes(bytes_per_element * double(tokens) * double(width));
+  return op;
+}
+
+long divide(long total, long parts) {
+  assert(parts > 0 && total % parts == 0 && "tensor parallel size divides the split dimension");
+  return total / parts;
+}
+
+}  // namespace
+
+std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel) {
+  assert(microbatch > 0 && tensor_parallel > 0 && "microbatch and tensor parallel size are positive");
+  const long t = tensor_parallel, h = m.hidden, hd = m.head_dim();
+  const long tokens = long(microbatch) * m.seq_len;
+  const long sp_tokens = sequence_parallel ? divide(tokens, t) : tokens;  // norms, dropouts, residuals
+  const long q_heads = divide(m.heads, t);
+  const long kv_heads = m.kv_heads >= t ? divide(m.kv_heads, t) : 1;  // replicas when tp > kv_heads
+  const long ffn = divide(m.ffn_hidden, t);
+  const bool gpt = m.ffn == FfnType::gelu;
+
+  ComputeOp attention;
+  attention.name = "attention";
+  attention.kind = ComputeKind::attention;
+  attention.causal = true;  // every model here is a decoder
+  attention.shape = {long(microbatch) * q_heads, m.seq_len, hd};
+  attention.flops = 2.0 * 2.0 * double(tokens) * m.seq_len * double(hd) * q_heads;
+  const double q_elems = double(tokens) * q_heads * hd, kv_elems = double(tokens) * kv_heads * hd;
+  attention.hbm_bytes = Bytes(kActivationBytes * (2 * q_elems + 2 * kv_elems) + 4.0 * tokens * q_heads);
+
+  std::vector<ComputeOp> ops;
+  ops.push_back(elementwise("norm1", sp_tokens, h, 4));
+  ops.push_back(gemm("qkv", tokens, hd * (q_heads + 2 * kv_heads), h));
+  if (!gpt) ops.push_back(elementwise("rope", tokens, hd * (q_heads + kv_heads), 4));
+  ops.push_back(attention);
+  ops.push_back(gemm("attn_out", tokens, h, hd * q_heads));
+  ops.push_back(elementwise(gpt ? "dropout_residual1" : "residual1", sp_tokens, h, gpt ? 7 : 6));
+  ops.push_back(elementwise("norm2", sp_tokens, h, 4));
+  if (!gpt) ops.push_back(gemm("ffn_gate", tokens, ffn, h));
+  ops.push_back(gemm("ffn_up", tokens, ffn, h));
+  ops.push_back(elementwise(gpt ? "gelu" : "swiglu", tokens, ffn, gpt ? 4 : 6));
+  ops.push_back(gemm("ffn_down", tokens, h, ffn));
+  ops.push_back(elementwise(gpt ? "dropout_residual2" : "residual2", sp_tokens, h, gpt ? 7 : 6));
+  return ops;
+}
+
+std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward) {
+  std::vector<ComputeOp> out;
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    const ComputeOp& f = *it;
+    if (f.kind == ComputeKind::gemm) {
+      const auto [m, n, k] = std::tuple(f.shape.m, f.shape.n, f.shape.k);
+      out.push_back(gemm(f.name + ".dgrad", m, k, n, OpPass::backward_input));
+      out.push_back(gemm(f.name + ".wgrad", k, n, m, OpPass::backward_weight));
+      continue;
+    }
+    ComputeOp b = f;
+    b.name = f.name + ".bwd";
+    b.pass = OpPass::backward_input;
+    b.hbm_bytes = 2 * f.hbm_bytes;
+    if (f.kind == ComputeKind::attention) b.flops = 2.5 * f.flops;
+    out.push_back(b);
+  }
+  return out;
+}
+
+ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel) {
+  assert(tensor_parallel > 0 && "tensor parallel size is positive");
+  // Megatron pads the vocabulary to a multiple of the tensor-parallel size.
+  const long vocab_per_gpu = (long(m.vocab) + tensor_parallel - 1) / tensor_parallel;
+  return gemm("logits", long(microbatch) * m.seq_len, vocab_per_gpu, m.hidden);
+}
+
+ComputeOp optimizer_op(double parameters) {
+  ComputeOp op;
+  op.name = "optimizer";
+  op.kind = ComputeKind::optimizer;
+  op.shape = {long(std::llround(parameters)), 0, 0};
+  op.hbm_bytes = Bytes((16.0 + 12.0 + 2.0) * parameters);
+  return op;
+}
+
+}  // namespace clustersim

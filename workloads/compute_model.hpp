@@ -1,0 +1,117 @@
+#pragma once
+// The time of one compute operation on one GPU. A roofline: the larger of
+//   flops / (peak(dtype) * efficiency)   and   hbm_bytes / (hbm_bandwidth * hbm_efficiency).
+// Every efficiency is a per-GPU catalog entry (scenarios/gpus.yaml) calibrated once from a named
+// kernel measurement, never from end-to-end training runs:
+//  - gemm: gemm_efficiency(F), F the GEMM's FLOPs. Size only, not shape: a skinny GEMM (k of a few
+//    hundred) runs slower than the curve says; transformer GEMMs have k >= hidden / tp.
+//  - attention (flash-attention core): attention_efficiency(sequence length), applied to the FLOPs
+//    the kernel executes; a causal kernel skips the masked half of the scores square that
+//    model_math counts. Calibrated on forward+backward, so one fraction serves both passes.
+//  - elementwise, optimizer: memory-bound; their FLOPs are free, as in model_math.
+// The GEMM and attention curves are measured in bf16 and applied to every datatype.
+//
+// A GPU lacking a calibration an op needs: estimate_op_time uses efficiency 1 (a lower bound on
+// the time) and marks the result uncalibrated; op_time refuses with a UserError at the GPU's
+// catalog entry. A kernel table (measured times) overrides both for the ops it lists.
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "topologies/units.hpp"
+#include "workloads/gpu_catalog.hpp"
+#include "workloads/model.hpp"
+
+namespace clustersim {
+
+enum class ComputeKind { gemm, attention, elementwise, optimizer };
+
+/// Which pass an op belongs to; backward splits into input and weight gradients (zero-bubble
+/// schedules run them apart).
+enum class OpPass { forward, backward_input, backward_weight };
+
+/// Dimensions, by kind: gemm C[m x n] = A[m x k] B[k x n]; attention m = (sequence, head) pairs,
+/// n = sequence length, k = head dim; elementwise m = tokens, n = elements per token; optimizer
+/// m = parameters. With the op's name and datatype they are the kernel-table key.
+struct OpShape {
+  long m = 0, n = 0, k = 0;
+  bool operator==(const OpShape&) const = default;
+};
+
+struct ComputeOp {
+  std::string name;  // "qkv", "qkv.dgrad", "attention.bwd", ...: the kernel-table key
+  ComputeKind kind = ComputeKind::elementwise;
+  OpPass pass = OpPass::forward;
+  double flops = 0;  // as model_math counts them (attention: the full scores square)
+  Bytes hbm_bytes = 0;
+  OpShape shape;
+  bool causal = false;  // attention: the kernel executes half of `flops`
+};
+
+/// Measured kernel times by (gpu, op, dtype, m, n, k). Matching is exact on all six: a listed op
+/// with another shape falls back to the model.
+class KernelTable {
+ public:
+  explicit KernelTable(std::string file = "") : file_(std::move(file)) {}
+  std::optional<Seconds> find(const std::string& gpu, const std::string& op, const std::string& dtype,
+                              const OpShape& shape) const;
+  /// false when the key is already listed.
+  bool add(const std::string& gpu, const std::string& op, const std::string& dtype, const OpShape& shape,
+           Seconds time_s);
+  std::size_t size() const { return times_.size(); }
+  const std::string& file() const { return file_; }
+
+ private:
+  using Key = std::tuple<std::string, std::string, std::string, long, long, long>;
+  std::string file_;
+  std::map<Key, Seconds> times_;
+};
+
+/// Reads a CSV with the header gpu,op,dtype,m,n,k,time_us (any column order). Blank lines and lines
+/// starting with '#' are skipped; fields are unquoted. A bad row is a UserError naming the file, the
+/// line and the column.
+KernelTable load_kernel_table(const std::string& path);
+KernelTable parse_kernel_table(const std::string& csv_text, const std::string& name);
+
+enum class TimeSource { kernel_table, calibrated, uncalibrated };
+
+struct OpTime {
+  Seconds seconds = 0;
+  TimeSource source = TimeSource::calibrated;
+};
+
+OpTime estimate_op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op,
+                        const KernelTable* kernels = nullptr);
+/// The same, but an uncalibrated estimate is a UserError naming the catalog entry to calibrate.
+Seconds op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op,
+                const KernelTable* kernels = nullptr);
+
+/// Forward ops of one transformer layer on one GPU, in execution order, for `microbatch` sequences
+/// split Megatron-style over `tensor_parallel` GPUs (model_math's conventions). GEMMs see every
+/// token; with sequence parallelism the norms, dropouts and residual adds see 1/tp of them.
+/// GEMM and attention FLOPs sum to layer_forward_flops. HBM bytes, 2-byte activations:
+///   GEMM 2(mk + kn + mn); attention 2(Q + K + V + O) + 4 per (query, head) for the log-sum-exp;
+///   norm (LayerNorm or RMSNorm) read + write, 4 per element; GELU (bias fused) 4 per FFN element;
+///   SwiGLU reads gate and up, writes one, 6 per FFN element; rotary embedding (SwiGLU family)
+///   4 per Q and K element; GPT-family dropout + residual add, fused as Megatron does: read both,
+///   write the sum and a 1-byte mask, 7 per element; Llama-family residual add (no dropout) 6.
+std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel,
+                                         bool sequence_parallel);
+
+/// The backward of `forward`, in reverse order. Each GEMM becomes two of its FLOPs: the input
+/// gradient ("<name>.dgrad", m x k from m x n and n x k) and the weight gradient ("<name>.wgrad",
+/// k x n from k x m and m x n). Attention backward runs 2.5x the forward FLOPs (five matmuls to
+/// two: Dao 2023, FlashAttention-2, section 3.1) and moves twice its bytes (reads Q, K, V, O, dO,
+/// writes dQ, dK, dV); an elementwise op's backward moves twice its bytes.
+std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward);
+
+/// The logit GEMM on one GPU, vocabulary split over tensor_parallel (cross-entropy not modeled).
+ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel);
+
+/// One mixed-precision Adam step over `parameters` on this GPU: reads fp32 gradient, master weight
+/// and both moments (16 bytes), writes master and moments (12) and the bf16 weight (2).
+ComputeOp optimizer_op(double parameters);
+
+}  // namespace clustersim
