@@ -13,6 +13,7 @@ build: deps
 
 run: build
 	./$(BUILD)/simulator/clustersim collective --cluster scenarios/clusters/dgx-h100-superpod.yaml --gpus 16 --op all_reduce --algo auto -b 8 -e 8G -f 4
+	./$(BUILD)/simulator/clustersim run scenarios/gpt3-175b-a100-1024.yaml
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
