@@ -1,8 +1,11 @@
 #include "support.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -43,6 +46,23 @@ std::string temp_file(const std::string& text, const std::string& suffix) {
   close(fd);
   std::ofstream(pattern) << text;
   return pattern;
+}
+
+UserError error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e;
+  }
+  throw std::runtime_error("expected a UserError");
+}
+
+int line_of(const std::string& text, const std::string& needle) {
+  const std::size_t at = text.find(needle);
+  INFO("looking for '" << needle << "'");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(text.find(needle, at + 1) == std::string::npos);  // the line would be ambiguous
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
 }
 
 CliResult run_cli(const std::string& args) {

@@ -1,8 +1,10 @@
 #pragma once
 // Shared test helpers: paths into the source tree, cluster YAML built in the test, running the CLI.
+#include <functional>
 #include <string>
 
 #include "topologies/cluster.hpp"
+#include "topologies/user_error.hpp"
 
 namespace clustersim::test {
 
@@ -22,6 +24,12 @@ struct CliResult {
 };
 /// Runs the built clustersim binary with `args` (a shell-quoted string).
 CliResult run_cli(const std::string& args);
+
+/// The UserError that `f` throws; anything else (or nothing) fails the test.
+UserError error_of(const std::function<void()>& f);
+
+/// 1-based line of the one occurrence of `needle` in `text`; absent or repeated fails the test.
+int line_of(const std::string& text, const std::string& needle);
 
 /// Writes text to a fresh temporary file and returns its path.
 std::string temp_file(const std::string& text, const std::string& suffix = ".yaml");

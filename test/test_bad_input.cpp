@@ -8,6 +8,8 @@
 
 #include "support.hpp"
 
+using clustersim::test::line_of;
+
 namespace {
 
 using clustersim::test::CliResult;
@@ -17,15 +19,6 @@ using Catch::Matchers::StartsWith;
 
 const std::string kSuperpod = "scenarios/clusters/dgx-h100-superpod.yaml";   // rail-optimized, 2 tiers
 const std::string kFatTree = "scenarios/clusters/dgx-a100-fat-tree.yaml";    // fat-tree, 3 tiers
-
-/// 1-based line of the one occurrence of `needle` in `text`.
-int line_of(const std::string& text, const std::string& needle) {
-  const std::size_t at = text.find(needle);
-  INFO("looking for '" << needle << "'");
-  REQUIRE(at != std::string::npos);
-  REQUIRE(text.find(needle, at + 1) == std::string::npos);  // the line would be ambiguous
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
-}
 
 /// How every user error starts: "error: FILE[:LINE]: [FIELD: ]".
 std::string error_prefix(const std::string& file, int line, const std::string& field) {

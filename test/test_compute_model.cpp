@@ -18,6 +18,8 @@
 #include "workloads/model.hpp"
 #include "workloads/model_math.hpp"
 
+using clustersim::test::error_of;
+
 namespace {
 
 using namespace clustersim;
@@ -76,15 +78,6 @@ double gemm_tflops(const GpuModel& gpu, long m, long n, long k) {
 void check_within_5_percent(double predicted, double published) {
   INFO("predicted " << predicted << ", published " << published);
   CHECK(std::abs(predicted - published) / published <= 0.05);
-}
-
-UserError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e;
-  }
-  throw std::runtime_error("expected a UserError");
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include "workloads/gpu_catalog.hpp"
 #include "workloads/memory_model.hpp"
 
+using clustersim::test::error_of;
+
 namespace {
 
 using clustersim::ActivationLayout;
@@ -43,15 +45,6 @@ ModelSpec gpt(int layers, int hidden, int heads, int ffn_hidden, int seq_len, in
   m.vocab = vocab;
   m.seq_len = seq_len;
   return m;
-}
-
-UserError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e;
-  }
-  throw std::runtime_error("expected a UserError");
 }
 
 clustersim::GpuCatalog shipped_catalog() {

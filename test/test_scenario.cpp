@@ -17,6 +17,8 @@
 #include "topologies/user_error.hpp"
 #include "workloads/scenario.hpp"
 
+using clustersim::test::line_of;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -32,15 +34,6 @@ const std::string kLlama = "llama3-70b-h100-1024.yaml";
 
 ScenarioSpec shipped(const std::string& name, const std::vector<std::string>& overrides = {}) {
   return load_scenario(clustersim::test::source_path("scenarios/" + name), overrides);
-}
-
-/// 1-based line of the one occurrence of `needle` in `text`.
-int line_of(const std::string& text, const std::string& needle) {
-  const std::size_t at = text.find(needle);
-  INFO("looking for '" << needle << "'");
-  REQUIRE(at != std::string::npos);
-  REQUIRE(text.find(needle, at + 1) == std::string::npos);  // the line would be ambiguous
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
 }
 
 using Edits = std::vector<std::pair<std::string, std::string>>;

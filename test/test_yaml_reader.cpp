@@ -12,6 +12,8 @@
 #include "topologies/user_error.hpp"
 #include "topologies/yaml_reader.hpp"
 
+using clustersim::test::error_of;
+
 namespace {
 
 using clustersim::UserError;
@@ -19,16 +21,6 @@ using clustersim::YamlField;
 using Catch::Matchers::Contains;
 
 YamlField yaml(const std::string& text) { return YamlField::load_string(text, "t.yaml"); }
-
-/// The UserError that `f` throws; anything else (or nothing) fails the test.
-UserError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e;
-  }
-  throw std::runtime_error("expected a UserError");
-}
 
 void check_error(const UserError& e, int line, const std::string& path, const std::string& expected) {
   INFO(e.what());
