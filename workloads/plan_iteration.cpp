@@ -91,8 +91,6 @@ double layer_params_on_gpu(const std::vector<ComputeOp>& ops) {
 
 }  // namespace
 
-std::vector<int> group_gpus(const ParallelLayout& layout, int rank, Dim dim) { return layout.group(rank, dim); }
-
 IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) {
   IterationPlan plan;
   plan.schedule = s.schedule;

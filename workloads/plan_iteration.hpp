@@ -20,7 +20,4 @@ namespace clustersim {
 /// reduced in fp32 (4 B per parameter), parameters gathered in 16 bits.
 IterationPlan plan_iteration(const ScenarioSpec& scenario, const KernelTable* kernels = nullptr);
 
-/// GPU ids of the scenario's ranks: the cluster's first N GPUs in layout order.
-std::vector<int> group_gpus(const ParallelLayout& layout, int rank, Dim dim);
-
 }  // namespace clustersim
