@@ -63,12 +63,36 @@ class IterationBuilder {
     return t;
   }
 
-  FlowId add_step(int rank, FlowId after, Seconds duration_s, const std::string& name, const std::string& kind) {
-    Flow f = delay(plan_.rank_gpu[rank], duration_s);
-    if (after >= 0) f.after.push_back(after);
-    const FlowId id = graph_.add(std::move(f));
-    steps_.push_back({id, rank, kind, name, duration_s});
-    return id;
+  /// A pass's steps with their times resolved. Steps of one pass run back to back on the compute
+  /// stream, so the engine sees the pass as one timed step; the parts are kept for the breakdown
+  /// and the trace. Passes of the same (rank, stage, kind) share one shape.
+  struct Part {
+    SegmentKind kind;
+    std::string label;
+    Seconds duration_s;
+  };
+  struct PassShape {
+    std::vector<Part> parts;
+    Seconds duration_s = 0;
+  };
+
+  const PassShape& pass_shape(int rank, int stage, PassKind kind) {
+    auto key = std::make_tuple(rank, stage, kind);
+    if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
+    const StagePlan& sp = plan_.stages[stage];
+    std::vector<const std::vector<Segment>*> lists;
+    if (kind == PassKind::forward) lists = {&sp.forward};
+    if (kind == PassKind::backward) lists = {&sp.backward_input, &sp.backward_weight};
+    if (kind == PassKind::backward_input) lists = {&sp.backward_input};
+    if (kind == PassKind::backward_weight) lists = {&sp.backward_weight};
+    PassShape shape;
+    for (const auto* segments : lists)
+      for (const Segment& s : *segments) {
+        const Seconds d = s.kind == SegmentKind::tp_comm ? tp_time(rank, s) : s.duration_s;
+        shape.parts.push_back({s.kind, s.label, d});
+        shape.duration_s += d;
+      }
+    return shapes_.emplace(key, std::move(shape)).first->second;
   }
 
   void add_rank_passes(int rank) {
@@ -76,29 +100,18 @@ class IterationBuilder {
     FlowId previous = -1;
     for (const PassOp& op : plan_.schedule->rank_ops(shape, rank)) {
       const int stage = plan_.schedule->chunk_stage(shape, rank, op.chunk);
-      const StagePlan& sp = plan_.stages[stage];
-      std::vector<const std::vector<Segment>*> parts;
-      if (op.kind == PassKind::forward) parts = {&sp.forward};
-      if (op.kind == PassKind::backward) parts = {&sp.backward_input, &sp.backward_weight};
-      if (op.kind == PassKind::backward_input) parts = {&sp.backward_input};
-      if (op.kind == PassKind::backward_weight) parts = {&sp.backward_weight};
+      const PassShape& ps = pass_shape(rank, stage, op.kind);
+      Flow f = delay(plan_.rank_gpu[rank], ps.duration_s);
+      if (previous >= 0) f.after.push_back(previous);
+      previous = graph_.add(std::move(f));
+      steps_.push_back({previous, rank, &ps,
+                        std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" +
+                            std::to_string(stage)});
       PassTasks tasks;
-      const std::string pass = std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" +
-                               std::to_string(stage);
-      for (const auto* segments : parts)
-        for (const Segment& s : *segments) {
-          const Seconds d = s.kind == SegmentKind::tp_comm ? tp_time(rank, s) : s.duration_s;
-          previous = add_step(rank, previous, d, pass + " " + s.label, to_string(s.kind));
-          if (tasks.first < 0) tasks.first = previous;
-          tasks.last = previous;
-        }
-      if (tasks.first < 0) {  // an empty pass still orders the table
-        previous = add_step(rank, previous, 0, pass, "compute");
-        tasks.first = tasks.last = previous;
-      }
+      tasks.first = tasks.last = previous;
       if (op.kind == PassKind::forward || is_input_gradient(op.kind))
         passes_[{stage, op.kind == PassKind::forward, op.microbatch}] = tasks;
-      last_of_chunk_[{rank, op.chunk}] = tasks.last;
+      last_of_chunk_[{rank, op.chunk}] = previous;
       rank_last_[rank] = previous;
     }
   }
@@ -202,7 +215,7 @@ class IterationBuilder {
     std::vector<Seconds> free_at(plan_.shape.stages, 0);
     for (const Step& s : steps_) {
       RankBreakdown& b = result.ranks[s.rank];
-      const Seconds end = finish[s.id], start = end - s.duration_s;
+      const Seconds end = finish[s.id], start = end - s.shape->duration_s;
       Seconds gap = std::max(0.0, start - free_at[s.rank]);
       if (auto w = waits.find(s.id); w != waits.end() && gap > 0) {
         const Seconds produced = finish[w->second->producer], arrived = finish[w->second->transfer_in];
@@ -211,9 +224,14 @@ class IterationBuilder {
         gap -= pp;
       }
       b.bubble_s += gap;
-      (s.kind == "tp" ? b.tp_s : s.kind == "recompute" ? b.recompute_s : b.compute_s) += s.duration_s;
+      Seconds at = start;
+      for (const Part& part : s.shape->parts) {
+        (part.kind == SegmentKind::tp_comm ? b.tp_s : part.kind == SegmentKind::recompute ? b.recompute_s : b.compute_s) +=
+            part.duration_s;
+        result.events.push_back({plan_.rank_gpu[s.rank], "compute", s.name + " " + part.label, at, at + part.duration_s});
+        at += part.duration_s;
+      }
       free_at[s.rank] = end;
-      result.events.push_back({plan_.rank_gpu[s.rank], "compute", s.name, start, end});
     }
     for (int r = 0; r < plan_.shape.stages; ++r) {
       RankBreakdown& b = result.ranks[r];
@@ -242,9 +260,8 @@ class IterationBuilder {
   struct Step {
     FlowId id;
     int rank;
-    std::string kind;
+    const PassShape* shape;
     std::string name;
-    Seconds duration_s;
   };
 
   FabricEngine& engine_;
@@ -257,6 +274,7 @@ class IterationBuilder {
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
   std::map<int, std::vector<FlowId>> dp_flows_;
   std::map<std::tuple<int, Op, Bytes>, Seconds> tp_cache_;
+  std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
 };
 
 }  // namespace
