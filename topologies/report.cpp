@@ -63,24 +63,25 @@ BytesPerSecond bisection_bandwidth_Bps(const Cluster& c) {
   const std::size_t n = boost::num_vertices(c.graph);
   const std::size_t source = n, sink = n + 1;
   FlowGraph g(n + 2);
-  Capacity total = 0;
+  std::vector<Capacity> incident(n, 0);
   for (const Link& l : c.links) {
     // Full duplex: each direction carries line rate on its own.
     const Capacity rate = std::llround(l.bandwidth_Bps);
     add_arc(g, l.a, l.b, rate);
     add_arc(g, l.b, l.a, rate);
-    total += 2 * rate;
+    incident[l.a] += rate;
+    incident[l.b] += rate;
   }
-  // Larger than any cut, so the GPU attachments never limit the flow.
-  const Capacity unlimited = total + 1;
   const int half = c.nodes() / 2;
   for (int gpu = 0; gpu < c.gpu_count(); ++gpu) {
     const std::size_t v = c.gpu_vertex[gpu];
     const int node = c.node_of_gpu(gpu);
+    // A GPU can pass on no more than its links carry, so that bound never limits the flow; a larger
+    // "infinite" capacity would overflow the solver's 64-bit excess sums on big fabrics.
     // Every node is on a side, so a path that relays through a node's NVLink could as well start or
     // stop at that node's GPU: relaying never adds flow, and hosts do not route between switches.
-    if (node < half) add_arc(g, source, v, unlimited);
-    else add_arc(g, v, sink, unlimited);
+    if (node < half) add_arc(g, source, v, incident[v] + 1);
+    else add_arc(g, v, sink, incident[v] + 1);
   }
   const Capacity flow = boost::push_relabel_max_flow(g, source, sink, get(&Arc::capacity, g), get(&Arc::residual, g),
                                                      get(&Arc::reverse, g), get(boost::vertex_index, g));
