@@ -3,12 +3,9 @@
 // per process). Times are medians over --repeat runs of lowering + simulation.
 #include <fmt/format.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <sstream>
 
@@ -74,28 +71,12 @@ Measurement measure(const BenchOptions& o, int gpus, Bytes size) {
   return m;
 }
 
-/// Runs measure() in a child process and reads its result back through a pipe.
 Measurement measure_in_child(const BenchOptions& o, int gpus, Bytes size) {
-  std::cout.flush();  // the child must not inherit (and print again) buffered output
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
+  const std::string text = run_in_child([&] {
     const Measurement m = measure(o, gpus, size);
-    const std::string line = fmt::format("{} {} {} {} {} {}\n", m.setup_s, m.median_s, m.simulated_s, m.peak_rss_kib,
-                                         m.flows, m.link_hops);
-    if (write(fds[1], line.data(), line.size()) < 0) _exit(1);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string text;
-  char buf[256];
-  for (ssize_t got; (got = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(got));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("benchmark child failed");
+    return fmt::format("{} {} {} {} {} {}\n", m.setup_s, m.median_s, m.simulated_s, m.peak_rss_kib, m.flows,
+                       m.link_hops);
+  });
   Measurement m;
   std::istringstream(text) >> m.setup_s >> m.median_s >> m.simulated_s >> m.peak_rss_kib >> m.flows >> m.link_hops;
   return m;

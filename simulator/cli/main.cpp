@@ -13,6 +13,7 @@ int run(int argc, char** argv) {
   CLI::App app{"clustersim: a discrete-event simulator of GPU clusters training large models"};
   app.require_subcommand(1);
   clustersim::cli::add_run_command(app);
+  clustersim::cli::add_validate_command(app);
   clustersim::cli::add_collective_command(app);
   clustersim::cli::add_topology_command(app);
   clustersim::cli::add_list_command(app);

@@ -1,4 +1,9 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <iostream>
+#include <stdexcept>
 #include <fstream>
 #include <limits>
 
@@ -25,6 +30,28 @@ Bytes parse_size(const std::string& text, const std::string& option) {
   else if (!suffix.empty()) throw bad();
   if (value > std::numeric_limits<unsigned long long>::max() / scale) throw bad();  // would wrap around
   return static_cast<Bytes>(value * scale);
+}
+
+std::string run_in_child(const std::function<std::string()>& work) {
+  std::cout.flush();  // the child must not inherit (and print again) buffered output
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string out = work();
+    const bool ok = write(fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
+    _exit(ok ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t got; (got = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(got));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("a simulation child process failed");
+  return text;
 }
 
 void write_file(const std::string& path, const std::string& text, const std::string& option) {

@@ -1,0 +1,36 @@
+// The validation set: every row of Narayanan Table 1 and Korthikanti Table 5 has a scenario that
+// loads, and `clustersim validate` prints predicted against published with the error.
+#include <catch2/catch.hpp>
+
+#include <regex>
+
+#include "support.hpp"
+#include "workloads/scenario.hpp"
+
+using namespace clustersim;
+
+TEST_CASE("every validation row names a scenario that loads with the published layout") {
+  const YamlField root = YamlField::load_file(test::source_path("scenarios/validation/published.yaml"));
+  const YamlField rows = root.child("rows");
+  // Narayanan et al. Table 1 has 10 rows; Korthikanti et al. Table 5 has 4 models x 2 modes.
+  REQUIRE(rows.size() == 18);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ScenarioSpec s =
+        load_scenario(test::source_path("scenarios/validation/" + rows.element(i).child("scenario").as_string()));
+    CHECK(s.gpus() == s.layout.tp * s.layout.pp * s.layout.dp);
+    CHECK(s.cluster.name == "dgx-a100-superpod");
+  }
+}
+
+TEST_CASE("validate prints the row with its error and the mean and max") {
+  const auto r = test::run_cli("validate --rows " + test::source_path("scenarios/validation/published.yaml") +
+                               " --only korthikanti-22b-full");
+  REQUIRE(r.exit_code == 0);
+  // published 1.42 s; the error is (predicted - published) / published.
+  const std::regex row(R"(korthikanti-22b-full\s+1\.42\s+([0-9.]+)\s+([-+][0-9.]+))");
+  std::smatch m;
+  REQUIRE(std::regex_search(r.stdout_text, m, row));
+  const double predicted = std::stod(m[1]), error = std::stod(m[2]);
+  CHECK(error == Approx(100 * (predicted - 1.42) / 1.42).margin(0.1));
+  CHECK_THAT(r.stdout_text, Catch::Contains("mean |error|") && Catch::Contains("over 1 rows"));
+}
