@@ -234,7 +234,8 @@ long divide(long total, long parts) {
 
 }  // namespace
 
-std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel) {
+std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel,
+                                         AttentionKernel kernel) {
   assert(microbatch > 0 && tensor_parallel > 0 && "microbatch and tensor parallel size are positive");
   const long t = tensor_parallel, h = m.hidden, hd = m.head_dim();
   const long tokens = long(microbatch) * m.seq_len;
@@ -252,12 +253,29 @@ std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int
   attention.flops = 2.0 * 2.0 * double(tokens) * m.seq_len * double(hd) * q_heads;
   const double q_elems = double(tokens) * q_heads * hd, kv_elems = double(tokens) * kv_heads * hd;
   attention.hbm_bytes = Bytes(kActivationBytes * (2 * q_elems + 2 * kv_elems) + 4.0 * tokens * q_heads);
+  attention.attention_core = true;
+
+  // Unfused: one (sequence, head) pair per batch entry; GEMMs fold the batch into m.
+  const long pairs = long(microbatch) * q_heads;
+  std::vector<ComputeOp> core;
+  if (kernel == AttentionKernel::unfused) {
+    core.push_back(gemm("attn_scores", pairs * m.seq_len, m.seq_len, hd));
+    core.push_back(elementwise("softmax", pairs * m.seq_len, m.seq_len, 4));
+    core.push_back(elementwise("attn_dropout", pairs * m.seq_len, m.seq_len, 5));
+    core.push_back(gemm("attn_context", pairs * m.seq_len, hd, m.seq_len));
+    for (ComputeOp& op : core) {
+      op.attention_core = true;
+      op.weightless = op.kind == ComputeKind::gemm;
+    }
+  } else {
+    core.push_back(attention);
+  }
 
   std::vector<ComputeOp> ops;
   ops.push_back(elementwise("norm1", sp_tokens, h, 4));
   ops.push_back(gemm("qkv", tokens, hd * (q_heads + 2 * kv_heads), h));
   if (!gpt) ops.push_back(elementwise("rope", tokens, hd * (q_heads + kv_heads), 4));
-  ops.push_back(attention);
+  ops.insert(ops.end(), core.begin(), core.end());
   ops.push_back(gemm("attn_out", tokens, h, hd * q_heads));
   ops.push_back(elementwise(gpt ? "dropout_residual1" : "residual1", sp_tokens, h, gpt ? 7 : 6));
   ops.push_back(elementwise("norm2", sp_tokens, h, 4));
@@ -276,7 +294,7 @@ std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward) {
     if (f.kind == ComputeKind::gemm) {
       const auto [m, n, k] = std::tuple(f.shape.m, f.shape.n, f.shape.k);
       out.push_back(gemm(f.name + ".dgrad", m, k, n, OpPass::backward_input));
-      out.push_back(gemm(f.name + ".wgrad", k, n, m, OpPass::backward_weight));
+      out.push_back(gemm(f.name + ".wgrad", k, n, m, f.weightless ? OpPass::backward_input : OpPass::backward_weight));
       continue;
     }
     ComputeOp b = f;

@@ -28,6 +28,12 @@ namespace clustersim {
 
 enum class ComputeKind { gemm, attention, elementwise, optimizer };
 
+/// How attention runs. flash: one fused kernel that never writes the scores (FlashAttention).
+/// unfused: Megatron-LM before FlashAttention (2021-22, the published runs): batched QK^T GEMM, a
+/// fused scale-mask-softmax and a dropout that read and write the b x heads x s x s scores in HBM,
+/// then the scores x V GEMM; Korthikanti's 5as^2b activation bytes are those scores.
+enum class AttentionKernel { flash, unfused };
+
 /// Which pass an op belongs to; backward splits into input and weight gradients (zero-bubble
 /// schedules run them apart).
 enum class OpPass { forward, backward_input, backward_weight };
@@ -48,6 +54,8 @@ struct ComputeOp {
   Bytes hbm_bytes = 0;
   OpShape shape;
   bool causal = false;  // attention: the kernel executes half of `flops`
+  bool weightless = false;  // a GEMM of two activations (unfused attention): both gradients are input gradients
+  bool attention_core = false;  // what selective recomputation repeats
 };
 
 /// Measured kernel times by (gpu, op, dtype, m, n, k). Matching is exact on all six: a listed op
@@ -97,8 +105,10 @@ Seconds op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& 
 ///   SwiGLU reads gate and up, writes one, 6 per FFN element; rotary embedding (SwiGLU family)
 ///   4 per Q and K element; GPT-family dropout + residual add, fused as Megatron does: read both,
 ///   write the sum and a 1-byte mask, 7 per element; Llama-family residual add (no dropout) 6.
+/// Unfused attention: QK^T and scores x V as batched GEMMs (same FLOPs as the flash kernel's full
+/// square), the softmax at 4 bytes and the dropout at 5 bytes per score.
 std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel,
-                                         bool sequence_parallel);
+                                         bool sequence_parallel, AttentionKernel kernel = AttentionKernel::flash);
 
 /// The backward of `forward`, in reverse order. Each GEMM becomes two of its FLOPs: the input
 /// gradient ("<name>.dgrad", m x k from m x n and n x k) and the weight gradient ("<name>.wgrad",

@@ -102,7 +102,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   const Bytes tokens = static_cast<Bytes>(s.microbatch) * static_cast<Bytes>(s.model.seq_len);
   const Bytes tp_bytes = tokens * static_cast<Bytes>(s.model.hidden) * 2;
 
-  const std::vector<ComputeOp> fwd_ops = layer_forward_ops(s.model, s.microbatch, t, s.sequence_parallel);
+  const std::vector<ComputeOp> fwd_ops = layer_forward_ops(s.model, s.microbatch, t, s.sequence_parallel, s.attention);
   const std::vector<ComputeOp> bwd_ops = backward_ops(fwd_ops);
   const double layer_params = layer_params_on_gpu(fwd_ops);
   const double embedding_params = static_cast<double>(s.model.vocab) * s.model.hidden / t;
@@ -119,7 +119,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       forward_layer(s, fwd_ops, tp_bytes, r);
     } else if (s.recompute == Recompute::selective) {
       for (const ComputeOp& op : fwd_ops)
-        if (op.kind == ComputeKind::attention) r.op(op);
+        if (op.attention_core) r.op(op);
       r.flush("attention recompute");
     }
     for (Segment& seg : layer_recompute)

@@ -15,10 +15,10 @@ namespace {
 
 // The scenario schema, read by both expect_keys and --set so the two cannot drift apart.
 // Defaults (Megatron-LM's): virtual_stages 1, sequence_parallel false, distributed_optimizer false,
-// order tp-dp-pp. Everything else is required.
+// order tp-dp-pp; attention flash. Everything else is required.
 const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
-    "precision", "recompute"};
+    "precision", "recompute", "attention"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "virtual_stages", "sequence_parallel", "distributed_optimizer", "order"};
 
@@ -199,6 +199,8 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   s.precision = precision.as_string();
   s.gpu.peak_flops_or_fail(s.precision, precision);
   s.recompute = read_recompute(root.child("recompute"));
+  if (auto a = root.find("attention"))
+    s.attention = a->as_choice({"flash", "unfused"}) == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "topologies/cluster_spec.hpp"
+#include "workloads/compute_model.hpp"
 #include "workloads/gpu_catalog.hpp"
 #include "workloads/layout.hpp"
 #include "workloads/memory_model.hpp"
@@ -35,6 +36,7 @@ struct ScenarioSpec {
   int microbatch = 0;            // sequences per microbatch
   std::string precision;         // a datatype of the GPU catalog ("bf16", "fp8", ...)
   Recompute recompute = Recompute::none;
+  AttentionKernel attention = AttentionKernel::flash;  // "unfused" for pre-FlashAttention Megatron runs
 
   int gpus() const { return layout.world(); }
   /// Microbatches each pipeline runs per iteration (m).

@@ -38,7 +38,8 @@ std::vector<Row> load_rows(const std::string& path) {
   return out;
 }
 
-/// Iteration time of a scenario with overrides, or NaN when it does not fit or cannot run.
+/// Iteration time of a scenario with overrides, or NaN when that configuration is invalid or does
+/// not fit in memory (both are UserErrors).
 double iteration_s(const std::string& scenario, const std::vector<std::string>& overrides) {
   const std::string text = run_in_child([&] {
     try {
@@ -54,6 +55,7 @@ double iteration_s(const std::string& scenario, const std::vector<std::string>& 
 /// The published rows' one rule for unstated knobs: the fastest that fits over microbatch in
 /// {1, 2, 4, 8} and virtual stages in {1, 2, 3, 4}. Returns the time and the knobs chosen.
 std::pair<double, std::string> predict(const Row& row) {
+  load_scenario(row.scenario);  // a bad file is the user's error, not a configuration that does not fit
   if (!row.tune) return {iteration_s(row.scenario, {}), "as published"};
   double best = std::numeric_limits<double>::quiet_NaN();
   std::string chosen;
