@@ -336,3 +336,32 @@ TEST_CASE("A catalog efficiency above 1 is a UserError at its field") {
   CHECK(e.field_path() == "gpus[0].hbm_efficiency.fraction");
   CHECK(e.line() == 6);
 }
+
+TEST_CASE("Unfused attention does the flash kernel's GEMM FLOPs and moves the scores through HBM") {
+  // GPT-3 175B, microbatch 1, tp 8: 12 heads per GPU, s = 2048, so 12 x 2048^2 scores per layer.
+  const ModelSpec m = shipped_model("gpt3-175b");
+  auto core = [](const std::vector<ComputeOp>& ops) {
+    double flops = 0, bytes = 0;
+    for (const ComputeOp& op : ops)
+      if (op.attention_core) {
+        flops += op.flops;
+        if (op.kind == ComputeKind::elementwise) bytes += static_cast<double>(op.hbm_bytes);
+      }
+    return std::pair{flops, bytes};
+  };
+  const auto flash = core(layer_forward_ops(m, 1, 8, false, AttentionKernel::flash));
+  const auto unfused = core(layer_forward_ops(m, 1, 8, false, AttentionKernel::unfused));
+  CHECK(unfused.first == Approx(flash.first).epsilon(1e-12));
+  // Softmax reads and writes 2-byte scores (4 B); dropout reads, writes and keeps a 1-byte mask (5 B).
+  CHECK(unfused.second == Approx(12.0 * 2048 * 2048 * (4 + 5)).epsilon(1e-12));
+  // Its backward GEMMs are both input gradients: there is no weight in QK^T or scores x V.
+  for (const ComputeOp& op : backward_ops(layer_forward_ops(m, 1, 8, false, AttentionKernel::unfused)))
+    if (op.name.rfind("attn_scores", 0) == 0 || op.name.rfind("attn_context", 0) == 0)
+      CHECK(op.pass == OpPass::backward_input);
+  const GpuModel& a100 = shipped_gpu("A100-SXM-80GB");
+  double t_flash = 0, t_unfused = 0;
+  for (const ComputeOp& op : layer_forward_ops(m, 1, 8, false, AttentionKernel::flash)) t_flash += op_time(a100, "bf16", op);
+  for (const ComputeOp& op : layer_forward_ops(m, 1, 8, false, AttentionKernel::unfused))
+    t_unfused += op_time(a100, "bf16", op);
+  CHECK(t_unfused > t_flash);
+}
