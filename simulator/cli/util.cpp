@@ -58,6 +58,8 @@ void write_file(const std::string& path, const std::string& text, const std::str
   std::ofstream out(path);
   if (!out) throw UserError(path, 0, option, "cannot open the file for writing");
   out << text;
+  out.close();
+  if (!out) throw UserError(path, 0, option, "could not write the whole file (disk full?)");
 }
 
 }  // namespace clustersim::cli
