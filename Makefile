@@ -20,6 +20,7 @@ test: build
 
 bench: build
 	./$(BUILD)/simulator/clustersim bench
+	./$(BUILD)/simulator/clustersim bench --scenarios scenarios/gpt3-175b-a100-1024.yaml,scenarios/validation/narayanan-1t.yaml,scenarios/llama3-70b-h100-16k.yaml
 
 sanitize: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCLUSTERSIM_SANITIZE=ON

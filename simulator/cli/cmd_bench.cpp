@@ -12,6 +12,7 @@
 #include "collectives/collective.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/engine.hpp"
+#include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim::cli {
@@ -19,6 +20,7 @@ namespace clustersim::cli {
 namespace {
 
 struct BenchOptions {
+  std::vector<std::string> scenarios;
   std::string cluster = "scenarios/clusters/dgx-h100-superpod-16k.yaml";
   std::vector<int> gpus{256, 1024, 4096};
   std::string size = "1G";
@@ -82,6 +84,33 @@ Measurement measure_in_child(const BenchOptions& o, int gpus, Bytes size) {
   return m;
 }
 
+/// One training iteration per scenario, each in its own process: wall time (load + plan + simulate)
+/// and peak memory.
+void bench_scenarios(const std::vector<std::string>& scenarios) {
+  for (const std::string& path : scenarios) load_scenario(path);  // bad files fail before any timing
+  std::cout << fmt::format("# clustersim bench: one training iteration per scenario, each in its own process\n");
+  std::cout << fmt::format("# {:<40} {:>6} {:>10} {:>10} {:>14}\n", "scenario", "gpus", "wall(s)", "peak(MiB)",
+                           "iteration(s)");
+  for (const std::string& path : scenarios) {
+    const std::string text = run_in_child([&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      const ScenarioSpec s = load_scenario(path);
+      const RunReport r = run_training(s, true);
+      rusage usage{};
+      getrusage(RUSAGE_SELF, &usage);
+      return fmt::format("{} {} {} {} {}", s.name, s.gpus(), seconds_since(t0), usage.ru_maxrss, r.iteration_s);
+    });
+    std::istringstream in(text);
+    std::string name;
+    int gpus = 0;
+    double wall = 0, iteration = 0;
+    long rss_kib = 0;
+    in >> name >> gpus >> wall >> rss_kib >> iteration;
+    std::cout << fmt::format("  {:<40} {:>6} {:>10.2f} {:>10.1f} {:>14.3f}\n", name, gpus, wall, rss_kib / 1024.0,
+                             iteration);
+  }
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
@@ -92,7 +121,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--size", o->size, "all-reduce size (1G)");
   cmd->add_option("--algo", o->algo, "all-reduce algorithm (ring)");
   cmd->add_option("--repeat", o->repeat, "runs per case; the median is reported (5)");
+  cmd->add_option("--scenarios", o->scenarios, "time one training iteration of each scenario instead")->delimiter(',');
   cmd->callback([o] {
+    if (!o->scenarios.empty()) return bench_scenarios(o->scenarios);
     const Bytes size = parse_size(o->size, "--size");
     const Cluster probe = load_cluster(o->cluster);  // validates the file and the GPU counts up front
     for (int g : o->gpus)
