@@ -22,11 +22,11 @@ Flow delay(int gpu, Seconds duration_s) {
 
 bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == PassKind::backward_input; }
 
-/// Where a pass's steps are in the flow graph, and what it waited for.
+/// Where a pass is in the flow graph, and what it waited for.
 struct PassTasks {
-  FlowId first = -1, last = -1;
+  FlowId step = -1;
   FlowId transfer_in = -1;  // the pipeline transfer this pass waits for, if any
-  FlowId producer = -1;     // the last step of the pass that sent it
+  FlowId producer = -1;     // the pass that sent it
 };
 
 class IterationBuilder {
@@ -108,7 +108,7 @@ class IterationBuilder {
                         std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" +
                             std::to_string(stage)});
       PassTasks tasks;
-      tasks.first = tasks.last = previous;
+      tasks.step = previous;
       if (op.kind == PassKind::forward || is_input_gradient(op.kind))
         passes_[{stage, op.kind == PassKind::forward, op.microbatch}] = tasks;
       last_of_chunk_[{rank, op.chunk}] = previous;
@@ -137,11 +137,11 @@ class IterationBuilder {
         f.size_bytes = bytes;
         f.latency_s = r.latency_s;
       }
-      f.after.push_back(producer.last);
+      f.after.push_back(producer.step);
       const FlowId id = graph_.add(std::move(f));
-      graph_.flows[consumer.first].after.push_back(id);
+      graph_.flows[consumer.step].after.push_back(id);
       consumer.transfer_in = id;
-      consumer.producer = producer.last;
+      consumer.producer = producer.step;
     }
   }
 
@@ -209,9 +209,9 @@ class IterationBuilder {
     IterationResult result;
     result.iteration_s = makespan(finish);
     result.ranks.resize(plan_.shape.stages);
-    std::map<FlowId, const PassTasks*> waits;  // first step of a pass -> what it waited for
+    std::map<FlowId, const PassTasks*> waits;  // a pass's step -> what it waited for
     for (const auto& [key, tasks] : passes_)
-      if (tasks.transfer_in >= 0) waits[tasks.first] = &tasks;
+      if (tasks.transfer_in >= 0) waits[tasks.step] = &tasks;
     std::vector<Seconds> free_at(plan_.shape.stages, 0);
     for (const Step& s : steps_) {
       RankBreakdown& b = result.ranks[s.rank];
