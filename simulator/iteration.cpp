@@ -39,6 +39,7 @@ class IterationBuilder {
     if (auto why = plan_.schedule->not_applicable(shape)) throw std::invalid_argument(*why);
     for (int r = 0; r < shape.stages; ++r) add_rank_passes(r);
     add_transfers();
+    add_embedding_sync();
     for (int r = 0; r < shape.stages; ++r) add_tail(r);
     const std::vector<Seconds> finish = engine_.run(graph_);
     return account(finish);
@@ -167,10 +168,36 @@ class IterationBuilder {
     return ends;
   }
 
+  /// The tied embedding's gradient all-reduce between the ranks of the first and the last model
+  /// stage, once both have run their last backward of those stages.
+  void add_embedding_sync() {
+    const int last_stage = static_cast<int>(plan_.stages.size()) - 1;
+    if (plan_.embedding_sync_bytes == 0 || last_stage == 0) return;
+    const int first_rank = rank_of(0), last_rank = rank_of(last_stage);
+    if (first_rank == last_rank) return;
+    Flow both = delay(plan_.rank_gpu[first_rank], 0);
+    both.after = {last_of_chunk_.at({first_rank, chunk_of(first_rank, 0)}),
+                  last_of_chunk_.at({last_rank, chunk_of(last_rank, last_stage)})};
+    const FlowId ready = graph_.add(std::move(both));
+    const auto ends = add_collective(Op::all_reduce, {plan_.rank_gpu[first_rank], plan_.rank_gpu[last_rank]},
+                                     plan_.embedding_sync_bytes, ready);
+    for (int r : {first_rank, last_rank}) {
+      extra_waits_[r].insert(extra_waits_[r].end(), ends.begin(), ends.end());
+      dp_flows_[r].insert(dp_flows_[r].end(), ends.begin(), ends.end());
+    }
+  }
+
+  int chunk_of(int rank, int stage) const {
+    for (int c = 0; c < plan_.shape.chunks; ++c)
+      if (plan_.schedule->chunk_stage(plan_.shape, rank, c) == stage) return c;
+    throw std::logic_error("rank " + std::to_string(rank) + " holds no model stage " + std::to_string(stage));
+  }
+
   /// Gradient collectives per chunk as its last backward ends, then the optimizer step, then (with
   /// the distributed optimizer) the parameter all-gather.
   void add_tail(int rank) {
     std::vector<FlowId> wait{rank_last_.at(rank)};
+    wait.insert(wait.end(), extra_waits_[rank].begin(), extra_waits_[rank].end());
     const Op reduce = plan_.distributed_optimizer ? Op::reduce_scatter : Op::all_reduce;
     for (int c = 0; c < plan_.shape.chunks; ++c) {
       const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
@@ -272,7 +299,7 @@ class IterationBuilder {
   std::map<PassKey, PassTasks> passes_;
   std::map<std::pair<int, int>, FlowId> last_of_chunk_;  // (rank, chunk) -> last step of its last pass
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
-  std::map<int, std::vector<FlowId>> dp_flows_;
+  std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
   std::map<std::tuple<int, Op, Bytes>, Seconds> tp_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
 };

@@ -101,3 +101,21 @@ TEST_CASE("a gradient all-reduce across data parallelism is exposed after the la
   check_exact(r.iteration_s, 4 * 3e-3 + all_reduce + 5e-3);
   CHECK(r.ranks[0].dp_exposed_s == Approx(all_reduce).epsilon(1e-9));
 }
+
+TEST_CASE("the tied embedding's gradient all-reduce between first and last stage comes after both backwards") {
+  // Two stages, one microbatch, no other communication: F0 F1 B1 B0, then the all-reduce between
+  // the two stages' GPUs, then the optimizer.
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  IterationPlan plan = uniform_plan("gpipe", 2, 1, 1, 1e-3, 2e-3);
+  plan.free_communication = false;
+  for (StagePlan& sp : plan.stages) sp.activation_bytes = sp.gradient_bytes = 0;
+  plan.embedding_sync_bytes = 256 << 20;
+  const CollectiveRequest req{Op::all_reduce, {0, 8}, plan.embedding_sync_bytes, plan.channels,
+                              *find_protocol("Simple"), 0};
+  const Seconds all_reduce = makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+  const IterationResult r = simulate_iteration(engine, router, plan);
+  check_exact(r.iteration_s, 2 * (1e-3 + 2e-3) + all_reduce);
+  // The last stage is done after B1 and waits out B0 and the all-reduce.
+  CHECK(r.ranks[1].dp_exposed_s == Approx(2e-3 + all_reduce).epsilon(1e-9));
+}

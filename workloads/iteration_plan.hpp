@@ -45,6 +45,9 @@ struct IterationPlan {
   std::vector<std::vector<int>> dp_group; // pipeline rank -> GPUs of its DP group (the TP rank 0 one)
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
   Seconds optimizer_s = 0;                // optimizer step on one GPU of a pipeline rank
+  /// Tied input embedding and output layer on different pipeline ranks: their gradients are summed
+  /// by an all-reduce between the first and the last stage (per TP rank) before the optimizer step.
+  Bytes embedding_sync_bytes = 0;
   int channels = 2;                       // per collective, for TP, PP and DP flows
   bool free_communication = false;        // every transfer and collective takes no time
 };

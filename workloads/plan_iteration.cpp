@@ -169,6 +169,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   const double optimizer_params = s.distributed_optimizer ? params_per_rank_max / layout.dp : params_per_rank_max;
   plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(optimizer_params), kernels);
   plan.channels = 2 * s.cluster.node.nics;
+  if (s.model.tied_embeddings && p * v > 1) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);
   return plan;
 }
 

@@ -17,7 +17,8 @@ namespace clustersim {
 /// Recompute: full repeats the layers' forward (with its collectives) before their backward;
 /// selective repeats the attention core. Byte counts sent between stages are the layer output
 /// split over TP (Megatron scatters it and gathers it again on the receiver). Gradients are
-/// reduced in fp32 (4 B per parameter), parameters gathered in 16 bits.
+/// reduced in fp32 (4 B per parameter), parameters gathered in 16 bits. With tied embeddings on
+/// several stages, the first and last stage all-reduce the embedding's gradient before the step.
 IterationPlan plan_iteration(const ScenarioSpec& scenario, const KernelTable* kernels = nullptr);
 
 }  // namespace clustersim
