@@ -51,7 +51,6 @@ struct FabricEngine::Impl {
   std::vector<sg4::CommPtr> comms;
   std::unordered_map<const sg4::Activity*, FlowId> flow_of;
   Seconds start_clock = 0;
-  std::size_t completed = 0;
 
   /// Starts the flows in `ready` and any that become ready through them. A flow with no links, no
   /// bytes and no latency (an empty step) finishes on the spot: SimGrid refuses such a comm.
@@ -76,7 +75,6 @@ struct FabricEngine::Impl {
 
   void finish_and_release(FlowId id, std::vector<FlowId>& ready) {
     finish[id] = sg4::Engine::get_clock() - start_clock;
-    ++completed;
     for (FlowId next : successors[id])
       if (--waiting_on[next] == 0) ready.push_back(next);
   }
@@ -154,8 +152,6 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
   s.graph = nullptr;
   return s.finish;
 }
-
-std::size_t FabricEngine::flows_completed() const { return impl_->completed; }
 
 Seconds makespan(const std::vector<Seconds>& finish_times) {
   return finish_times.empty() ? 0.0 : *std::max_element(finish_times.begin(), finish_times.end());

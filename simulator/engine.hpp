@@ -2,7 +2,6 @@
 // The fabric engine: a SimGrid 3.32 platform built from a cluster graph (one host per GPU, one
 // split-duplex link per graph edge) that replays flow graphs with max-min bandwidth sharing.
 // SimGrid keeps one platform per process, so a process simulates one cluster.
-#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -20,8 +19,6 @@ class FabricEngine {
 
   /// Runs every flow once its predecessors finished; returns each flow's finish time, from the call.
   std::vector<Seconds> run(const FlowGraph& graph);
-  /// Flows completed by this engine so far (all runs).
-  std::size_t flows_completed() const;
 
  private:
   struct Impl;

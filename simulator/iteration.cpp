@@ -37,6 +37,9 @@ class IterationBuilder {
   IterationResult run() {
     const ScheduleShape& shape = plan_.shape;
     if (auto why = plan_.schedule->not_applicable(shape)) throw std::invalid_argument(*why);
+    home_.assign(plan_.stages.size(), {-1, -1});
+    for (int r = 0; r < shape.stages; ++r)
+      for (int c = 0; c < shape.chunks; ++c) home_[plan_.schedule->chunk_stage(shape, r, c)] = {r, c};
     for (int r = 0; r < shape.stages; ++r) add_rank_passes(r);
     add_transfers();
     add_embedding_sync();
@@ -54,10 +57,10 @@ class IterationBuilder {
     auto it = tp_cache_.find(key);
     if (it != tp_cache_.end()) return it->second;
     // TP groups are congruent, but ranks differ only in which node they sit on: cache per rank.
-    std::vector<const Algorithm*> algorithms;
-    for (const Algorithm* a : all_algorithms())
-      if (a->supports(s.tp_op) && !a->not_applicable(router_.cluster(), {s.tp_op, plan_.tp_group[rank], 0, 1, {}, 0}))
-        algorithms.push_back(a);
+    SweepSpec auto_pick;
+    auto_pick.op = s.tp_op;
+    auto_pick.ranks = plan_.tp_group[rank];
+    const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
     const CollectiveRequest req{s.tp_op, plan_.tp_group[rank], s.tp_bytes, plan_.channels, Protocol{}, 0};
     const Seconds t = best_collective(engine_, router_, algorithms, nccl_protocols(), req).time_s;
     tp_cache_.emplace(key, t);
@@ -146,12 +149,7 @@ class IterationBuilder {
     }
   }
 
-  int rank_of(int stage) const {
-    for (int r = 0; r < plan_.shape.stages; ++r)
-      for (int c = 0; c < plan_.shape.chunks; ++c)
-        if (plan_.schedule->chunk_stage(plan_.shape, r, c) == stage) return r;
-    throw std::logic_error("no rank holds model stage " + std::to_string(stage));
-  }
+  int rank_of(int stage) const { return home_[stage].first; }
 
   /// Adds a collective's flows after `after`; returns the flows that end it.
   std::vector<FlowId> add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after) {
@@ -176,8 +174,7 @@ class IterationBuilder {
     const int first_rank = rank_of(0), last_rank = rank_of(last_stage);
     if (first_rank == last_rank) return;
     Flow both = delay(plan_.rank_gpu[first_rank], 0);
-    both.after = {last_of_chunk_.at({first_rank, chunk_of(first_rank, 0)}),
-                  last_of_chunk_.at({last_rank, chunk_of(last_rank, last_stage)})};
+    both.after = {last_of_chunk_.at(home_[0]), last_of_chunk_.at(home_[last_stage])};
     const FlowId ready = graph_.add(std::move(both));
     const auto ends = add_collective(Op::all_reduce, {plan_.rank_gpu[first_rank], plan_.rank_gpu[last_rank]},
                                      plan_.embedding_sync_bytes, ready);
@@ -185,12 +182,6 @@ class IterationBuilder {
       extra_waits_[r].insert(extra_waits_[r].end(), ends.begin(), ends.end());
       dp_flows_[r].insert(dp_flows_[r].end(), ends.begin(), ends.end());
     }
-  }
-
-  int chunk_of(int rank, int stage) const {
-    for (int c = 0; c < plan_.shape.chunks; ++c)
-      if (plan_.schedule->chunk_stage(plan_.shape, rank, c) == stage) return c;
-    throw std::logic_error("rank " + std::to_string(rank) + " holds no model stage " + std::to_string(stage));
   }
 
   /// Gradient collectives per chunk as its last backward ends, then the optimizer step, then (with
@@ -297,6 +288,7 @@ class IterationBuilder {
   FlowGraph graph_;
   std::vector<Step> steps_;
   std::map<PassKey, PassTasks> passes_;
+  std::vector<std::pair<int, int>> home_;                // model stage -> (rank, chunk) holding it
   std::map<std::pair<int, int>, FlowId> last_of_chunk_;  // (rank, chunk) -> last step of its last pass
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
   std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
