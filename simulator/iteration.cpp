@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -24,6 +25,7 @@ bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == Pass
 
 /// Where a pass is in the flow graph, and what it waited for.
 struct PassTasks {
+  int rank = -1;
   FlowId step = -1;
   FlowId transfer_in = -1;  // the pipeline transfer this pass waits for, if any
   FlowId producer = -1;     // the pass that sent it
@@ -37,12 +39,13 @@ class IterationBuilder {
   IterationResult run() {
     const ScheduleShape& shape = plan_.shape;
     if (auto why = plan_.schedule->not_applicable(shape)) throw std::invalid_argument(*why);
-    home_.assign(plan_.stages.size(), {-1, -1});
+    holders_.assign(plan_.stages.size(), {});
     for (int r = 0; r < shape.stages; ++r)
-      for (int c = 0; c < shape.chunks; ++c) home_[plan_.schedule->chunk_stage(shape, r, c)] = {r, c};
+      for (int c = 0; c < shape.chunks; ++c) holders_[plan_.schedule->chunk_stage(shape, r, c)].push_back({r, c});
     for (int r = 0; r < shape.stages; ++r) add_rank_passes(r);
     add_transfers();
     add_embedding_sync();
+    add_replica_sync();
     for (int r = 0; r < shape.stages; ++r) add_tail(r);
     const std::vector<Seconds> finish = engine_.run(graph_);
     return account(finish);
@@ -99,23 +102,61 @@ class IterationBuilder {
     return shapes_.emplace(key, std::move(shape)).first->second;
   }
 
+  /// An overlapped F&B unit (DualPipe): one microbatch's forward and another's backward on the
+  /// same GPU. Their compute shares the SMs, so it adds up; each pass's blocking communication
+  /// hides under the other's compute, so what shows is max(F compute, B comm) + max(B compute, F
+  /// comm), the overlap DualPipe is built for.
+  const PassShape& overlapped_shape(const PassShape& f, const PassShape& b) {
+    auto key = std::make_pair(&f, &b);
+    if (auto it = overlapped_.find(key); it != overlapped_.end()) return it->second;
+    auto split = [](const PassShape& s) {
+      Seconds compute = 0;
+      for (const Part& part : s.parts) compute += part.kind == SegmentKind::tp_comm ? 0 : part.duration_s;
+      return std::pair(compute, s.duration_s - compute);
+    };
+    const auto [fc, fm] = split(f);
+    const auto [bc, bm] = split(b);
+    PassShape unit;
+    for (const PassShape* s : {&f, &b})
+      for (const Part& part : s->parts)
+        if (part.kind != SegmentKind::tp_comm) unit.parts.push_back(part);
+    unit.duration_s = std::max(fc, bm) + std::max(bc, fm);
+    if (unit.duration_s > fc + bc) unit.parts.push_back({SegmentKind::tp_comm, "F&B exposed communication", unit.duration_s - fc - bc});
+    return overlapped_.emplace(key, std::move(unit)).first->second;
+  }
+
   void add_rank_passes(int rank) {
     const ScheduleShape& shape = plan_.shape;
+    const std::vector<PassOp> ops = plan_.schedule->rank_ops(shape, rank);
     FlowId previous = -1;
-    for (const PassOp& op : plan_.schedule->rank_ops(shape, rank)) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const PassOp& op = ops[i];
       const int stage = plan_.schedule->chunk_stage(shape, rank, op.chunk);
-      const PassShape& ps = pass_shape(rank, stage, op.kind);
-      Flow f = delay(plan_.rank_gpu[rank], ps.duration_s);
+      const PassShape* ps = &pass_shape(rank, stage, op.kind);
+      std::optional<PassOp> partner;
+      int partner_stage = -1;
+      if (op.overlap_next && i + 1 < ops.size()) {
+        partner = ops[++i];
+        partner_stage = plan_.schedule->chunk_stage(shape, rank, partner->chunk);
+        ps = &overlapped_shape(*ps, pass_shape(rank, partner_stage, partner->kind));
+      }
+      Flow f = delay(plan_.rank_gpu[rank], ps->duration_s);
       if (previous >= 0) f.after.push_back(previous);
       previous = graph_.add(std::move(f));
-      steps_.push_back({previous, rank, &ps,
-                        std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" +
-                            std::to_string(stage)});
-      PassTasks tasks;
-      tasks.step = previous;
-      if (op.kind == PassKind::forward || is_input_gradient(op.kind))
-        passes_[{stage, op.kind == PassKind::forward, op.microbatch}] = tasks;
-      last_of_chunk_[{rank, op.chunk}] = previous;
+      std::string name = std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" + std::to_string(stage);
+      if (partner)
+        name += " & " + std::string(to_string(partner->kind)) + " mb" + std::to_string(partner->microbatch) + " stage" +
+                std::to_string(partner_stage);
+      steps_.push_back({previous, rank, ps, name, op, stage, partner, partner_stage});
+      for (auto [o, k] : {std::pair(std::optional<PassOp>(op), stage), std::pair(partner, partner_stage)}) {
+        if (!o) continue;
+        PassTasks tasks;
+        tasks.rank = rank;
+        tasks.step = previous;
+        if (o->kind == PassKind::forward || is_input_gradient(o->kind))
+          passes_[{k, o->kind == PassKind::forward, o->microbatch}] = tasks;
+        last_of_chunk_[{rank, o->chunk}] = previous;
+      }
       rank_last_[rank] = previous;
     }
   }
@@ -128,7 +169,7 @@ class IterationBuilder {
       const int from = forward ? stage - 1 : stage + 1;
       if (from < 0 || from >= model_stages) continue;
       PassTasks& producer = passes_.at({from, forward, mb});
-      const int src = plan_.rank_gpu[rank_of(from)], dst = plan_.rank_gpu[rank_of(stage)];
+      const int src = plan_.rank_gpu[producer.rank], dst = plan_.rank_gpu[consumer.rank];
       const Bytes bytes = plan_.stages[forward ? from : stage].activation_bytes;
       Flow f;
       if (plan_.free_communication || src == dst || bytes == 0) {
@@ -140,6 +181,7 @@ class IterationBuilder {
         f.links = r.links;
         f.size_bytes = bytes;
         f.latency_s = r.latency_s;
+        pp_bytes_ += bytes;
       }
       f.after.push_back(producer.step);
       const FlowId id = graph_.add(std::move(f));
@@ -148,8 +190,6 @@ class IterationBuilder {
       consumer.producer = producer.step;
     }
   }
-
-  int rank_of(int stage) const { return home_[stage].first; }
 
   /// Adds a collective's flows after `after`; returns the flows that end it.
   std::vector<FlowId> add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after) {
@@ -171,14 +211,38 @@ class IterationBuilder {
   void add_embedding_sync() {
     const int last_stage = static_cast<int>(plan_.stages.size()) - 1;
     if (plan_.embedding_sync_bytes == 0 || last_stage == 0) return;
-    const int first_rank = rank_of(0), last_rank = rank_of(last_stage);
-    if (first_rank == last_rank) return;
-    Flow both = delay(plan_.rank_gpu[first_rank], 0);
-    both.after = {last_of_chunk_.at(home_[0]), last_of_chunk_.at(home_[last_stage])};
-    const FlowId ready = graph_.add(std::move(both));
-    const auto ends = add_collective(Op::all_reduce, {plan_.rank_gpu[first_rank], plan_.rank_gpu[last_rank]},
-                                     plan_.embedding_sync_bytes, ready);
-    for (int r : {first_rank, last_rank}) {
+    // A schedule that holds stages twice (DualPipe) keeps a first and a last stage on one rank: the
+    // tied gradients meet there, and the replica sync sums the copies.
+    for (const auto& [rank, chunk] : holders_[0])
+      for (const auto& [other, other_chunk] : holders_[last_stage])
+        if (rank == other) return;
+    const auto [first_rank, first_chunk] = holders_[0].front();
+    const auto [last_rank, last_chunk] = holders_[last_stage].front();
+    sync_after({{first_rank, first_chunk}, {last_rank, last_chunk}}, plan_.embedding_sync_bytes);
+  }
+
+  /// A stage held by several ranks (DualPipe's two directions) has one gradient per copy: they are
+  /// summed by an all-reduce between the holders before the optimizer step.
+  void add_replica_sync() {
+    for (std::size_t k = 0; k < holders_.size(); ++k)
+      if (holders_[k].size() > 1) sync_after(holders_[k], plan_.stages[k].gradient_bytes);
+  }
+
+  /// An all-reduce between the ranks of some (rank, chunk) slots once each has run its last pass on
+  /// that chunk; the ranks' optimizer steps wait for it.
+  void sync_after(const std::vector<std::pair<int, int>>& slots, Bytes bytes) {
+    std::vector<int> gpus;
+    Flow all = delay(plan_.rank_gpu[slots.front().first], 0);
+    for (const auto& slot : slots) {
+      all.after.push_back(last_of_chunk_.at(slot));
+      if (std::find(gpus.begin(), gpus.end(), plan_.rank_gpu[slot.first]) == gpus.end())
+        gpus.push_back(plan_.rank_gpu[slot.first]);
+    }
+    if (gpus.size() < 2) return;
+    const FlowId ready = graph_.add(std::move(all));
+    const auto ends = add_collective(Op::all_reduce, gpus, bytes, ready);
+    for (const auto& slot : slots) {
+      const int r = slot.first;
       extra_waits_[r].insert(extra_waits_[r].end(), ends.begin(), ends.end());
       dp_flows_[r].insert(dp_flows_[r].end(), ends.begin(), ends.end());
     }
@@ -250,7 +314,10 @@ class IterationBuilder {
         at += part.duration_s;
       }
       free_at[s.rank] = end;
+      result.passes.push_back({s.rank, s.op.kind, s.op.microbatch, s.stage, start, end});
+      if (s.partner) result.passes.push_back({s.rank, s.partner->kind, s.partner->microbatch, s.partner_stage, start, end});
     }
+    result.pp_bytes = pp_bytes_;
     for (int r = 0; r < plan_.shape.stages; ++r) {
       RankBreakdown& b = result.ranks[r];
       const Seconds opt_end = finish[optimizer_.at(r)];
@@ -280,6 +347,10 @@ class IterationBuilder {
     int rank;
     const PassShape* shape;
     std::string name;
+    PassOp op;
+    int stage;
+    std::optional<PassOp> partner;  // the second pass of an overlapped F&B unit
+    int partner_stage;
   };
 
   FabricEngine& engine_;
@@ -288,12 +359,14 @@ class IterationBuilder {
   FlowGraph graph_;
   std::vector<Step> steps_;
   std::map<PassKey, PassTasks> passes_;
-  std::vector<std::pair<int, int>> home_;                // model stage -> (rank, chunk) holding it
+  std::vector<std::vector<std::pair<int, int>>> holders_;  // model stage -> (rank, chunk) slots holding it
   std::map<std::pair<int, int>, FlowId> last_of_chunk_;  // (rank, chunk) -> last step of its last pass
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
   std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
   std::map<std::tuple<int, Op, Bytes>, Seconds> tp_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
+  std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;
+  Bytes pp_bytes_ = 0;
 };
 
 }  // namespace

@@ -32,10 +32,22 @@ struct TraceEvent {
   Seconds end_s = 0;
 };
 
+/// One pass as it ran on a pipeline rank's compute stream: what timelines are drawn from.
+struct PassSpan {
+  int rank = 0;  // pipeline rank
+  PassKind kind = PassKind::forward;
+  int microbatch = 0;
+  int stage = 0;  // model stage
+  Seconds start_s = 0;
+  Seconds end_s = 0;
+};
+
 struct IterationResult {
   Seconds iteration_s = 0;
   std::vector<RankBreakdown> ranks;  // by pipeline rank
   std::vector<TraceEvent> events;
+  std::vector<PassSpan> passes;      // in each rank's table order
+  Bytes pp_bytes = 0;                // sent between pipeline ranks by one TP rank of one pipeline
 };
 
 IterationResult simulate_iteration(FabricEngine& engine, const Router& router, const IterationPlan& plan);

@@ -65,13 +65,13 @@ std::string problem(const Schedule& s, const ScheduleShape& shape) { return chec
 
 }  // namespace
 
-TEST_CASE("the registry lists gpipe 1f1b and interleaved and nothing else by name") {
-  CHECK(schedule_names() == "gpipe, 1f1b, interleaved");
+TEST_CASE("the registry lists every schedule by name and nothing else") {
+  CHECK(schedule_names() == "gpipe, 1f1b, interleaved, breadth-first, zb-h1, zb-h2, zb-v, dualpipe, dualpipev");
   for (const Schedule* s : all_schedules()) {
     CHECK(find_schedule(s->name()) == s);
     CHECK_FALSE(s->description().empty());
   }
-  CHECK(find_schedule("zb-h1") == nullptr);
+  CHECK(find_schedule("zb-h3") == nullptr);
   CHECK(find_schedule("") == nullptr);
 }
 

@@ -98,7 +98,9 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   plan.distributed_optimizer = s.distributed_optimizer;
   const ParallelLayout& layout = s.layout;
   const int p = layout.pp, v = s.virtual_stages, t = layout.tp;
-  const int layers_per_stage = s.model.layers / (p * v);
+  // p * v stages, or p for a schedule that holds each stage twice (DualPipe).
+  const int stages = plan.schedule->model_stages(plan.shape);
+  const int layers_per_stage = s.model.layers / stages;
   const Bytes tokens = static_cast<Bytes>(s.microbatch) * static_cast<Bytes>(s.model.seq_len);
   const Bytes tp_bytes = tokens * static_cast<Bytes>(s.model.hidden) * 2;
 
@@ -128,7 +130,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
 
   const ComputeOp logits = logits_forward_op(s.model, s.microbatch, t);
   const std::vector<ComputeOp> logits_bwd = backward_ops({logits});
-  for (int stage = 0; stage < p * v; ++stage) {
+  for (int stage = 0; stage < stages; ++stage) {
     StagePlan sp;
     double params = layer_params * layers_per_stage;
     for (int l = 0; l < layers_per_stage; ++l) {
@@ -138,7 +140,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       sp.backward_weight.insert(sp.backward_weight.end(), layer_bwd_w.begin(), layer_bwd_w.end());
     }
     if (stage == 0) params += embedding_params;
-    if (stage == p * v - 1) {
+    if (stage == stages - 1) {
       // The output layer: logits GEMM forward, its input and weight gradients backward.
       sp.forward.push_back({SegmentKind::compute, "logits", op_time(s.gpu, s.precision, logits, kernels), Op::all_reduce, 0});
       for (const ComputeOp& op : logits_bwd) {
@@ -146,7 +148,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
         (op.pass == OpPass::backward_weight ? sp.backward_weight : sp.backward_input).insert(
             op.pass == OpPass::backward_weight ? sp.backward_weight.end() : sp.backward_input.begin(), seg);
       }
-      if (!s.model.tied_embeddings || p * v > 1) params += embedding_params;
+      if (!s.model.tied_embeddings || stages > 1) params += embedding_params;
     }
     sp.activation_bytes = tp_bytes / static_cast<Bytes>(t);
     sp.gradient_bytes = static_cast<Bytes>(params * 4);
@@ -169,7 +171,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   const double optimizer_params = s.distributed_optimizer ? params_per_rank_max / layout.dp : params_per_rank_max;
   plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(optimizer_params), kernels);
   plan.channels = 2 * s.cluster.node.nics;
-  if (s.model.tied_embeddings && p * v > 1) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);
+  if (s.model.tied_embeddings && stages > 1) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);
   return plan;
 }
 

@@ -122,9 +122,6 @@ void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
   const std::string model = " of " + m.name + " (" + m.file + ")";
   if (m.layers % l.pp != 0)
     f.child("pp").fail("expected a divisor of the " + std::to_string(m.layers) + " layers" + model);
-  if (m.layers % (l.pp * static_cast<long>(s.virtual_stages)) != 0)
-    f.child("virtual_stages").fail("expected pp x virtual_stages (" + product(l.pp, s.virtual_stages) +
-                                   ") to divide the " + std::to_string(m.layers) + " layers" + model);
   if (m.heads % l.tp != 0)
     f.child("tp").fail("expected a divisor of the " + std::to_string(m.heads) + " attention heads" + model);
   // GQA: with tp > kv_heads each KV head is replicated on tp / kv_heads ranks (Megatron-Core does
@@ -144,16 +141,28 @@ void read_batch(const YamlField& root, ScenarioSpec& s) {
                 std::to_string(s.layout.dp) + " = " + std::to_string(per_step) + ")");
 }
 
-void read_schedule(const YamlField& f, ScenarioSpec& s) {
+/// The schedule, and the layer split it implies. A schedule with a fixed chunk count (zb-v,
+/// dualpipe) sets virtual_stages when the scenario leaves it out.
+void read_schedule(const YamlField& f, const YamlField& parallel, ScenarioSpec& s) {
   s.schedule_name = f.as_string();
   s.schedule = find_schedule(s.schedule_name);
   if (!s.schedule)
     f.fail("expected a pipeline schedule, one of: " + schedule_names() + "; got '" + s.schedule_name + "'");
+  const bool chunks_given = parallel.find("virtual_stages").has_value();
+  if (s.schedule->chunks_required() > 0 && !chunks_given) s.virtual_stages = s.schedule->chunks_required();
   const ScheduleShape shape = s.schedule_shape();
   if (auto why = s.schedule->not_applicable(shape))
     f.fail(s.schedule_name + " cannot run pp = " + std::to_string(shape.stages) + ", " +
            std::to_string(shape.microbatches) + " microbatches, virtual_stages = " + std::to_string(shape.chunks) +
            ": " + *why);
+  const int stages = s.schedule->model_stages(shape);
+  if (s.model.layers % stages != 0) {
+    const std::string layers = " to divide the " + std::to_string(s.model.layers) + " layers of " + s.model.name + " (" + s.model.file + ")";
+    if (s.schedule->chunks_required() > 0 && !chunks_given)
+      f.fail(s.schedule_name + " splits the model into " + std::to_string(stages) + " stages (pp " +
+             std::to_string(shape.stages) + ", " + std::to_string(shape.chunks) + " chunks per rank); expected that" + layers);
+    parallel.child("virtual_stages").fail("expected pp x virtual_stages (" + product(shape.stages, shape.chunks) + ")" + layers);
+  }
 }
 
 Recompute read_recompute(const YamlField& f) {
@@ -193,7 +202,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   read_parallel(parallel, s);
   check_layout(parallel, s, gpus);
   read_batch(root, s);
-  read_schedule(root.child("schedule"), s);
+  read_schedule(root.child("schedule"), parallel, s);
 
   YamlField precision = root.child("precision");
   s.precision = precision.as_string();

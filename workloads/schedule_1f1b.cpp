@@ -11,15 +11,15 @@ namespace {
 class OneFOneB final : public Schedule {
  public:
   std::string name() const override { return "1f1b"; }
+  int chunks_required() const override { return 1; }
   std::string description() const override {
     return "one forward one backward after p-r-1 warm-up forwards; holds p microbatches";
   }
 
   std::optional<std::string> not_applicable(const ScheduleShape& shape) const override {
-    if (auto why = Schedule::not_applicable(shape)) return why;
     if (shape.chunks != 1)
       return "1f1b runs one chunk per rank (got " + std::to_string(shape.chunks) + "); use interleaved";
-    return std::nullopt;
+    return Schedule::not_applicable(shape);
   }
 
   std::vector<PassOp> rank_ops(const ScheduleShape& shape, int rank) const override {

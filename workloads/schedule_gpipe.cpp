@@ -8,6 +8,7 @@ namespace {
 class GPipe final : public Schedule {
  public:
   std::string name() const override { return "gpipe"; }
+  int chunks_required() const override { return 1; }
   std::string description() const override {
     return "all forwards then all backwards; holds m microbatches";
   }

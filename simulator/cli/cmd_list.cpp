@@ -6,11 +6,12 @@
 #include "collectives/collective.hpp"
 #include "simulator/cli/commands.hpp"
 #include "topologies/fabric.hpp"
+#include "workloads/schedule.hpp"
 
 namespace clustersim::cli {
 
 void add_list_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols and fabrics");
+  CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols, fabrics and pipeline schedules");
   cmd->callback([] {
     std::cout << "collective algorithms:\n";
     for (const Algorithm* a : all_algorithms()) {
@@ -27,6 +28,12 @@ void add_list_command(CLI::App& app) {
     std::cout << fmt::format("  {:<8} full bandwidth, no protocol latency (closed-form checks)\n", "ideal");
     std::cout << "fabrics:\n";
     for (const FabricBuilder* f : all_fabrics()) std::cout << fmt::format("  {:<15} {}\n", f->name(), f->description());
+    std::cout << "pipeline schedules:\n";
+    for (const Schedule* s : all_schedules()) {
+      const int v = s->chunks_required();
+      std::cout << fmt::format("  {:<14} {} [{}]\n", s->name(), s->description(),
+                               v == 0 ? "any chunks per rank" : v == 1 ? "1 chunk per rank" : fmt::format("{} chunks per rank", v));
+    }
   });
 }
 

@@ -1,0 +1,161 @@
+// `clustersim compare`: one scenario under several pipeline schedules, one row each - iteration
+// time, bubble, MFU, peak memory, pipeline traffic - and optionally their timelines as one SVG.
+// Each schedule runs in its own child process (SimGrid holds one platform per process); a schedule
+// that cannot run the scenario gets a row saying why.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "simulator/cli/commands.hpp"
+#include "simulator/timeline_svg.hpp"
+#include "simulator/training_run.hpp"
+#include "topologies/user_error.hpp"
+
+namespace clustersim::cli {
+
+namespace {
+
+struct CompareOptions {
+  std::string scenario;
+  std::vector<std::string> schedules, overrides;
+  std::string json, svg, kernels;
+  bool allow_oom = false;
+};
+
+double gib(double bytes) { return bytes / (1ULL << 30); }
+
+/// Chunks per rank for a schedule: what it requires, else the scenario's own, else 2 (an
+/// interleaved schedule asked for on a scenario written with one chunk).
+int chunks_for(const Schedule& s, int scenario_chunks) {
+  if (s.chunks_required() > 0) return s.chunks_required();
+  return scenario_chunks > 1 ? scenario_chunks : 2;
+}
+
+nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name, const KernelTable* kernels) {
+  nlohmann::ordered_json row;
+  row["schedule"] = name;
+  try {
+    const Schedule& schedule = *find_schedule(name);
+    const int v = chunks_for(schedule, load_scenario(o.scenario, o.overrides).virtual_stages);
+    std::vector<std::string> overrides = o.overrides;
+    overrides.push_back("schedule=" + name);
+    overrides.push_back("parallel.virtual_stages=" + std::to_string(v));
+    const ScenarioSpec s = load_scenario(o.scenario, overrides);
+    const RunReport r = run_training(s, o.allow_oom, kernels);
+    double bubble = 0, peak_activations = 0, peak_total = 0;
+    int activation_stage = 0, total_stage = 0;
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (const StageReport& st : r.stages) {
+      bubble += st.time.bubble_s / r.iteration_s / static_cast<double>(r.stages.size());
+      if (st.memory.activations > peak_activations) peak_activations = st.memory.activations, activation_stage = st.pipeline_rank;
+      if (st.memory.total > peak_total) peak_total = st.memory.total, total_stage = st.pipeline_rank;
+      stages.push_back({{"stage", st.pipeline_rank}, {"activation_bytes", st.memory.activations},
+                        {"total_bytes", st.memory.total}, {"bubble_s", st.time.bubble_s},
+                        {"tp_exposed_s", st.time.tp_s}});
+    }
+    row["feasible"] = true;
+    row["virtual_stages"] = v;
+    row["iteration_s"] = r.iteration_s;
+    row["bubble_fraction"] = bubble;
+    row["mfu"] = r.mfu;
+    row["peak_activation_bytes"] = peak_activations;
+    row["peak_activation_stage"] = activation_stage;
+    row["peak_total_bytes"] = peak_total;
+    row["peak_total_stage"] = total_stage;
+    // One pipeline's transfers, for every TP rank (each sends its 1/t share) and every replica.
+    row["pp_bytes"] = static_cast<double>(r.iteration.pp_bytes) * s.layout.tp * s.layout.dp;
+    row["stages"] = stages;
+    nlohmann::ordered_json passes = nlohmann::ordered_json::array();
+    for (const PassSpan& p : r.iteration.passes)
+      passes.push_back({p.rank, static_cast<int>(p.kind), p.microbatch, p.stage, p.start_s, p.end_s});
+    row["passes"] = passes;
+    row["ranks"] = s.layout.pp;
+  } catch (const UserError& e) {
+    row["feasible"] = false;
+    row["why"] = e.what();
+  }
+  return row;
+}
+
+void print_rows(const std::string& scenario, const std::vector<nlohmann::ordered_json>& rows) {
+  std::cout << fmt::format("# clustersim compare: {}\n", scenario);
+  std::cout << fmt::format("# {:<14} {:>2} {:>10} {:>7} {:>6} {:>17} {:>17} {:>9}\n", "schedule", "v", "iteration",
+                           "bubble", "MFU", "peak activations", "peak total", "pp");
+  std::cout << fmt::format("# {:<14} {:>2} {:>10} {:>7} {:>6} {:>17} {:>17} {:>9}\n", "", "", "(s)", "(%)", "(%)",
+                           "(GiB, stage)", "(GiB, stage)", "(GB)");
+  for (const auto& r : rows) {
+    if (!r["feasible"].get<bool>()) {
+      std::cout << fmt::format("  {:<14} infeasible: {}\n", r["schedule"].get<std::string>(), r["why"].get<std::string>());
+      continue;
+    }
+    std::cout << fmt::format("  {:<14} {:>2} {:>10.3f} {:>7.1f} {:>6.1f} {:>11.2f} ({:>3}) {:>11.2f} ({:>3}) {:>9.1f}\n",
+                             r["schedule"].get<std::string>(), r["virtual_stages"].get<int>(), r["iteration_s"].get<double>(),
+                             100 * r["bubble_fraction"].get<double>(), 100 * r["mfu"].get<double>(),
+                             gib(r["peak_activation_bytes"].get<double>()), r["peak_activation_stage"].get<int>(),
+                             gib(r["peak_total_bytes"].get<double>()), r["peak_total_stage"].get<int>(),
+                             r["pp_bytes"].get<double>() / 1e9);
+  }
+}
+
+std::string svg_of(const std::vector<nlohmann::ordered_json>& rows) {
+  std::vector<Timeline> timelines;
+  for (const auto& r : rows) {
+    if (!r["feasible"].get<bool>()) continue;
+    Timeline t;
+    t.title = fmt::format("{} (v {}): {:.3f} s, bubble {:.1f}%", r["schedule"].get<std::string>(),
+                          r["virtual_stages"].get<int>(), r["iteration_s"].get<double>(),
+                          100 * r["bubble_fraction"].get<double>());
+    t.ranks = r["ranks"].get<int>();
+    t.iteration_s = r["iteration_s"].get<double>();
+    for (const auto& p : r["passes"])
+      t.passes.push_back({p[0].get<int>(), static_cast<PassKind>(p[1].get<int>()), p[2].get<int>(), p[3].get<int>(),
+                          p[4].get<double>(), p[5].get<double>()});
+    timelines.push_back(std::move(t));
+  }
+  return timeline_svg(timelines);
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+  auto o = std::make_shared<CompareOptions>();
+  CLI::App* cmd = app.add_subcommand("compare", "one scenario under several pipeline schedules, side by side");
+  cmd->add_option("scenario", o->scenario, "scenario YAML")->required();
+  cmd->add_option("--schedules", o->schedules, "schedules to compare, e.g. 1f1b,interleaved,zb-h1,zb-v,dualpipev")
+      ->delimiter(',')
+      ->required();
+  cmd->add_option("--set", o->overrides, "override a field: --set parallel.pp=16 (repeatable)");
+  cmd->add_option("--json", o->json, "write the rows as JSON");
+  cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG");
+  cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
+  cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory");
+  cmd->callback([o] {
+    for (const std::string& name : o->schedules)
+      if (!find_schedule(name))
+        throw UserError("command line", 0, "--schedules",
+                        "expected pipeline schedules from: " + schedule_names() + "; got '" + name + "'");
+    load_scenario(o->scenario, o->overrides);  // a bad file or override is the user's error, for every row
+    std::optional<KernelTable> kernels;
+    if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels);
+    std::vector<nlohmann::ordered_json> rows;
+    for (const std::string& name : o->schedules)
+      rows.push_back(nlohmann::ordered_json::parse(
+          run_in_child([&] { return simulate(*o, name, kernels ? &*kernels : nullptr).dump(); })));
+    print_rows(o->scenario, rows);
+    if (!o->svg.empty()) write_file(o->svg, svg_of(rows), "--svg");
+    if (!o->json.empty()) {
+      nlohmann::ordered_json j;
+      j["scenario"] = o->scenario;
+      j["rows"] = nlohmann::ordered_json::array();
+      for (auto r : rows) {
+        r.erase("passes");
+        j["rows"].push_back(r);
+      }
+      write_file(o->json, j.dump(2) + "\n", "--json");
+    }
+  });
+}
+
+}  // namespace clustersim::cli
