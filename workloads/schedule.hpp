@@ -87,7 +87,8 @@ std::optional<std::string> check_schedule(const Schedule& schedule, const Schedu
 ///
 /// Activations: a rank holds a chunk's activations for a microbatch from the start of its forward
 /// until its input gradient is done (the end of backward or backward_input). W still needs a smaller
-/// residue (layer inputs and output gradients), which the memory model accounts for, not this count.
+/// residue (the GEMMs' inputs and output gradients) until it runs; neither this count nor the memory
+/// model holds it yet, so split-backward schedules' activation peaks are low by that residue.
 struct ScheduleTiming {
   Seconds makespan_s = 0;
   std::vector<Seconds> busy_s;              // per rank: time spent in passes
