@@ -3,6 +3,7 @@
 // the sender's own NIC; "pxn" (NCCL >= 2.12) first crosses NVLink to the GPU whose NIC is on the
 // destination's rail and leaves through that NIC, so traffic never changes rails in the fabric.
 #include "collectives/pipeline.hpp"
+#include "collectives/point_to_point.hpp"
 
 namespace clustersim {
 namespace {
@@ -45,28 +46,7 @@ class Direct final : public Algorithm {
 
  private:
   Flow pair_flow(const Router& router, const CollectiveRequest& req, int src, int dst, int channel, double bytes) const {
-    const Cluster& c = router.cluster();
-    const std::uint64_t hash = flow_hash(src, dst, channel);
-    Route r;
-    const bool network = c.node_of_gpu(src) != c.node_of_gpu(dst);
-    if (!network) {
-      router.append_scale_up(src, dst, r);
-    } else if (pxn_) {
-      const int dst_nic = c.nic_of_gpu(dst);
-      const int proxy_nic = c.node_of_gpu(src) * c.nics_per_node() + c.rail_of_nic(dst_nic);
-      router.append_scale_up(src, c.gpu_of_nic(proxy_nic), r);
-      r.append(router.route_between_nics(proxy_nic, dst_nic, hash));
-    } else {
-      r = router.route(src, dst, hash);
-    }
-    Flow f;
-    f.src_gpu = src;
-    f.dst_gpu = dst;
-    f.links = std::move(r.links);
-    f.size_bytes = wire_bytes(bytes, req.protocol);
-    f.latency_s = req.protocol.base_latency(AlgoFamily::ring) + r.latency_s +
-                  (network ? req.protocol.hop_latency_network_s : req.protocol.hop_latency_nvlink_s);
-    return f;
+    return point_to_point_flow(router, src, dst, bytes, req.protocol, pxn_, flow_hash(src, dst, channel));
   }
   bool pxn_;
 };

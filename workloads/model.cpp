@@ -10,27 +10,93 @@ int read_int(const YamlField& f) {
   if (v > std::numeric_limits<int>::max()) f.fail("expected a positive integer up to 2147483647");
   return static_cast<int>(v);
 }
+
+int read_count(const YamlField& f) {  // >= 0
+  const long v = f.as_integer();
+  if (v < 0 || v > std::numeric_limits<int>::max()) f.fail("expected an integer from 0 to 2147483647");
+  return static_cast<int>(v);
+}
+
+/// `attention:`: absent or type standard is MHA/GQA from heads and kv_heads.
+std::optional<MlaSpec> parse_attention(const YamlField& root) {
+  const auto block = root.find("attention");
+  if (!block) return std::nullopt;
+  if (block->child("type").as_choice({"standard", "mla"}) == "standard") {
+    block->expect_keys({"type"});
+    return std::nullopt;
+  }
+  block->expect_keys({"type", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+  MlaSpec mla;
+  mla.q_lora_rank = read_int(block->child("q_lora_rank"));
+  mla.kv_lora_rank = read_int(block->child("kv_lora_rank"));
+  mla.qk_nope_head_dim = read_int(block->child("qk_nope_head_dim"));
+  mla.qk_rope_head_dim = read_int(block->child("qk_rope_head_dim"));
+  mla.v_head_dim = read_int(block->child("v_head_dim"));
+  return mla;
+}
+
+std::optional<MoeSpec> parse_moe(const YamlField& root, int layers) {
+  const auto block = root.find("moe");
+  if (!block) return std::nullopt;
+  block->expect_keys({"routed_experts", "shared_experts", "top_k", "expert_ffn_hidden", "dense_layers",
+                      "capacity_factor", "dropless", "node_limit"});
+  MoeSpec moe;
+  moe.routed_experts = read_int(block->child("routed_experts"));
+  const YamlField top_k = block->child("top_k");
+  const long k = top_k.as_integer();
+  if (k < 1 || k > moe.routed_experts)
+    top_k.fail("expected an integer from 1 to routed_experts (" + std::to_string(moe.routed_experts) + ")");
+  moe.top_k = static_cast<int>(k);
+  if (auto f = block->find("shared_experts")) moe.shared_experts = read_count(*f);
+  moe.expert_ffn_hidden = read_int(block->child("expert_ffn_hidden"));
+  if (auto f = block->find("dense_layers")) {
+    moe.dense_layers = read_count(*f);
+    if (moe.dense_layers >= layers)
+      f->fail("expected fewer than layers (" + std::to_string(layers) + "): an MoE model needs an MoE layer");
+  }
+  const auto capacity = block->find("capacity_factor");
+  if (capacity) moe.capacity_factor = capacity->as_positive();
+  if (auto dropless = block->find("dropless")) {
+    if (capacity) dropless->fail("expected either capacity_factor or dropless, not both");
+    if (!dropless->as_bool()) dropless->fail("expected true (to drop tokens, give capacity_factor instead)");
+  }
+  if (auto f = block->find("node_limit")) {
+    moe.node_limit = read_int(*f);
+    if (*moe.node_limit > moe.top_k)
+      f->fail("expected at most top_k (" + std::to_string(moe.top_k) + "): a token's experts span at most top_k nodes");
+  }
+  return moe;
+}
 }  // namespace
 
 ModelSpec parse_model_spec(const YamlField& root) {
   root.expect_keys({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
-                    "seq_len", "tied_embeddings", "source"});
+                    "seq_len", "tied_embeddings", "source", "attention", "moe"});
   ModelSpec m;
   m.file = root.file();
   m.name = root.child("name").as_string();
   m.layers = read_int(root.child("layers"));
   m.hidden = read_int(root.child("hidden"));
+  m.mla = parse_attention(root);
   YamlField heads = root.child("heads");
   m.heads = read_int(heads);
-  if (m.hidden % m.heads != 0) heads.fail("expected a divisor of hidden (" + std::to_string(m.hidden) + ")");
+  // MLA states its head widths; standard attention splits hidden into heads.
+  if (!m.mla && m.hidden % m.heads != 0) heads.fail("expected a divisor of hidden (" + std::to_string(m.hidden) + ")");
   m.kv_heads = m.heads;
   if (auto kv = root.find("kv_heads")) {
+    if (m.mla) kv->fail("expected no kv_heads with attention type mla: every head reads the shared latent");
     m.kv_heads = read_int(*kv);
     if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
       kv->fail("expected a divisor of heads (" + std::to_string(m.heads) + ")");
   }
+  m.moe = parse_moe(root, m.layers);
   m.ffn = root.child("ffn").as_choice({"gelu", "swiglu"}) == "gelu" ? FfnType::gelu : FfnType::swiglu;
-  m.ffn_hidden = read_int(root.child("ffn_hidden"));
+  if (m.moe && m.moe->dense_layers == 0) {
+    if (auto f = root.find("ffn_hidden"))
+      f->fail("expected no ffn_hidden: every layer is MoE (moe.dense_layers is 0), experts use moe.expert_ffn_hidden");
+  } else {
+    m.ffn_hidden = read_int(root.child("ffn_hidden"));
+  }
   m.vocab = read_int(root.child("vocab"));
   m.seq_len = read_int(root.child("seq_len"));
   m.tied_embeddings = root.child("tied_embeddings").as_bool();

@@ -1,6 +1,8 @@
 #pragma once
-// A dense decoder-only transformer as the user writes it (scenarios/models/*.yaml). Pure data; the
-// FLOP and parameter counts derived from it live in model_math.hpp.
+// A decoder-only transformer as the user writes it (scenarios/models/*.yaml): dense, or with
+// mixture-of-experts FFNs (`moe:`) and multi-head latent attention (`attention: {type: mla}`).
+// Pure data; the FLOP and parameter counts derived from it live in model_math.hpp.
+#include <optional>
 #include <string>
 
 #include "topologies/yaml_reader.hpp"
@@ -9,20 +11,58 @@ namespace clustersim {
 
 enum class FfnType { gelu, swiglu };
 
+/// Multi-head latent attention (DeepSeek-V2 section 2.1, DeepSeek-V3 section 2.1.1). Queries and
+/// keys/values go through a low-rank latent (down-projection, RMSNorm, per-head up-projection).
+/// Each query and key head is a position-free part (nope) plus a rotary part (rope); the key's rope
+/// part is projected once from the hidden state and shared by every head. Widths in elements.
+struct MlaSpec {
+  int q_lora_rank = 0;       // d_c': query latent
+  int kv_lora_rank = 0;      // d_c: the key/value latent (what inference caches)
+  int qk_nope_head_dim = 0;  // d_h: per-head query/key part without positions
+  int qk_rope_head_dim = 0;  // d_h^R: per-head query rope part; the one shared key rope part
+  int v_head_dim = 0;        // per-head value width; the output projection reads heads x this
+
+  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
+
+/// Mixture-of-experts FFNs. The first dense_layers layers keep the dense FFN (ffn_hidden); every
+/// later layer is an MoE layer: a router (hidden x routed_experts) picks top_k routed experts per
+/// token, and every token also runs the shared_experts. Each expert is an FFN of the model's `ffn`
+/// type with inner size expert_ffn_hidden.
+struct MoeSpec {
+  int routed_experts = 0;
+  int shared_experts = 0;     // default 0 (Mixtral)
+  int top_k = 0;              // routed experts per token, 1..routed_experts
+  int expert_ffn_hidden = 0;  // one expert's FFN inner size
+  int dense_layers = 0;       // default 0: every layer is MoE
+  /// Tokens an expert takes before dropping, as a multiple of its uniform share (GShard, Switch).
+  /// Absent means dropless, the default: every routed token is computed.
+  std::optional<double> capacity_factor;
+  /// Most nodes one token's routed experts may span (DeepSeek-V3's node-limited routing, M = 4);
+  /// absent means no limit.
+  std::optional<int> node_limit;
+};
+
 struct ModelSpec {
   std::string file;
   std::string name;
   int layers = 0;
   int hidden = 0;            // h
   int heads = 0;             // a
-  int kv_heads = 0;          // GQA/MQA: == heads for plain multi-head attention
-  int ffn_hidden = 0;        // FFN inner size (4h for GPT-3; SwiGLU models state theirs)
+  int kv_heads = 0;          // GQA/MQA: == heads for plain multi-head attention (and for MLA)
+  int ffn_hidden = 0;        // dense FFN inner size (4h for GPT-3); 0 when every layer is MoE
   FfnType ffn = FfnType::gelu;
   int vocab = 0;             // V
   int seq_len = 0;           // s
   bool tied_embeddings = true;
+  std::optional<MlaSpec> mla;  // absent: standard attention (MHA / GQA from heads and kv_heads)
+  std::optional<MoeSpec> moe;  // absent: every layer dense
 
+  /// Standard attention's head width. MLA states its head widths in `mla` instead.
   int head_dim() const { return hidden / heads; }
+  /// Layer index 0..layers-1: the first moe->dense_layers are dense, every later one MoE.
+  bool is_moe_layer(int layer) const { return moe && layer >= moe->dense_layers; }
+  int moe_layer_count() const { return moe ? layers - moe->dense_layers : 0; }
 };
 
 /// Reads and validates a model file. Throws UserError on any bad field.

@@ -1,0 +1,31 @@
+#pragma once
+// One routed transfer between two GPUs, and the all-to-all with a size per (sender, receiver) that
+// Mixture-of-Experts layers run: their dispatch and combine move what the router chose, not equal
+// shares. Both leave a node through the sender's own NIC ("direct") or, with PXN, over NVLink to the
+// GPU on the destination's rail first.
+#include <cstdint>
+#include <vector>
+
+#include "collectives/collective.hpp"
+
+namespace clustersim {
+
+/// A flow of `data_bytes` from src to dst, paying the protocol's base and per-hop latency.
+Flow point_to_point_flow(const Router& router, int src_gpu, int dst_gpu, double data_bytes, const Protocol& protocol,
+                         bool pxn, std::uint64_t hash);
+
+/// bytes[i][j] from gpus[i] to gpus[j]; the diagonal stays on the GPU. One flow per nonzero pair.
+FlowGraph lower_all_to_all_v(const Router& router, const std::vector<int>& gpus,
+                             const std::vector<std::vector<double>>& bytes, const Protocol& protocol, bool pxn);
+
+/// DeepEP's node-limited dispatch (and, reversed, combine): a token bound for several GPUs of one
+/// remote node crosses the network once, to the GPU on the sender's rail in that node, which forwards
+/// it over NVLink. network_bytes[i][n]: from gpus[i] to node n (ranks n*per_node .. n*per_node +
+/// per_node - 1); nvlink_bytes[i][j]: over NVLink from gpus[i] to gpus[j] of the same node, its own
+/// tokens and those it forwards. Forwarding is chunked in DeepEP, so the two legs run at once (a
+/// pipeline), each flow paying its own latency.
+FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<int>& gpus, int per_node,
+                                        const std::vector<std::vector<double>>& network_bytes,
+                                        const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol);
+
+}  // namespace clustersim
