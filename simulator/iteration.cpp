@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "collectives/point_to_point.hpp"
 #include "simulator/collective_sweep.hpp"
 
 namespace clustersim {
@@ -22,6 +23,9 @@ Flow delay(int gpu, Seconds duration_s) {
 }
 
 bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == PassKind::backward_input; }
+
+/// Steps that wait on other GPUs rather than compute: what an F&B unit can hide.
+bool is_wait(SegmentKind k) { return k == SegmentKind::tp_comm || k == SegmentKind::ep_comm || k == SegmentKind::imbalance; }
 
 /// Where a pass is in the flow graph, and what it waited for.
 struct PassTasks {
@@ -70,6 +74,23 @@ class IterationBuilder {
     return t;
   }
 
+  /// An MoE all-to-all over the expert-parallel group, alone on the fabric, cached per traffic. Plain
+  /// all-to-alls go through NCCL (Simple protocol); DeepEP's kernels are not NCCL's, so they pay only
+  /// the links' latency.
+  Seconds ep_time(int traffic) {
+    if (plan_.free_communication) return 0;
+    if (auto it = ep_cache_.find(traffic); it != ep_cache_.end()) return it->second;
+    const EpTraffic& t = plan_.ep_traffic.at(static_cast<std::size_t>(traffic));
+    const FlowGraph graph =
+        t.deepep ? lower_node_limited_all_to_all(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes,
+                                                 ideal_protocol())
+                 : lower_all_to_all_v(router_, t.gpus, t.bytes, *find_protocol("Simple"), false);
+    const std::vector<Seconds> finish = engine_.run(graph);
+    const Seconds time = finish.empty() ? 0 : *std::max_element(finish.begin(), finish.end());
+    ep_cache_.emplace(traffic, time);
+    return time;
+  }
+
   /// A pass's steps with their times resolved. Steps of one pass run back to back on the compute
   /// stream, so the engine sees the pass as one timed step; the parts are kept for the breakdown
   /// and the trace. Passes of the same (rank, stage, kind) share one shape.
@@ -95,7 +116,9 @@ class IterationBuilder {
     PassShape shape;
     for (const auto* segments : lists)
       for (const Segment& s : *segments) {
-        const Seconds d = s.kind == SegmentKind::tp_comm ? tp_time(rank, s) : s.duration_s;
+        const Seconds d = s.kind == SegmentKind::tp_comm   ? tp_time(rank, s)
+                          : s.kind == SegmentKind::ep_comm ? ep_time(s.ep_traffic)
+                                                           : s.duration_s;
         shape.parts.push_back({s.kind, s.label, d});
         shape.duration_s += d;
       }
@@ -111,7 +134,7 @@ class IterationBuilder {
     if (auto it = overlapped_.find(key); it != overlapped_.end()) return it->second;
     auto split = [](const PassShape& s) {
       Seconds compute = 0;
-      for (const Part& part : s.parts) compute += part.kind == SegmentKind::tp_comm ? 0 : part.duration_s;
+      for (const Part& part : s.parts) compute += is_wait(part.kind) ? 0 : part.duration_s;
       return std::pair(compute, s.duration_s - compute);
     };
     const auto [fc, fm] = split(f);
@@ -119,9 +142,17 @@ class IterationBuilder {
     PassShape unit;
     for (const PassShape* s : {&f, &b})
       for (const Part& part : s->parts)
-        if (part.kind != SegmentKind::tp_comm) unit.parts.push_back(part);
+        if (!is_wait(part.kind)) unit.parts.push_back(part);
     unit.duration_s = std::max(fc, bm) + std::max(bc, fm);
-    if (unit.duration_s > fc + bc) unit.parts.push_back({SegmentKind::tp_comm, "F&B exposed communication", unit.duration_s - fc - bc});
+    if (unit.duration_s > fc + bc) {
+      // What stays exposed is charged to the kind of wait the pair has most of.
+      std::map<SegmentKind, Seconds> waits;
+      for (const PassShape* s : {&f, &b})
+        for (const Part& part : s->parts)
+          if (is_wait(part.kind)) waits[part.kind] += part.duration_s;
+      const auto most = std::max_element(waits.begin(), waits.end(), [](auto& a, auto& b) { return a.second < b.second; });
+      unit.parts.push_back({most->first, "F&B exposed communication", unit.duration_s - fc - bc});
+    }
     return overlapped_.emplace(key, std::move(unit)).first->second;
   }
 
@@ -248,6 +279,11 @@ class IterationBuilder {
     }
   }
 
+  /// The replicas of a rank's routed experts, when it has any.
+  const std::vector<int>* expert_dp(int rank) const {
+    return plan_.expert_dp_group.empty() ? nullptr : &plan_.expert_dp_group[static_cast<std::size_t>(rank)];
+  }
+
   /// Gradient collectives per chunk as its last backward ends, then the optimizer step, then (with
   /// the distributed optimizer) the parameter all-gather.
   void add_tail(int rank) {
@@ -256,9 +292,13 @@ class IterationBuilder {
     const Op reduce = plan_.distributed_optimizer ? Op::reduce_scatter : Op::all_reduce;
     for (int c = 0; c < plan_.shape.chunks; ++c) {
       const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
-      const auto ends = add_collective(reduce, plan_.dp_group[rank], sp.gradient_bytes, last_of_chunk_.at({rank, c}));
-      wait.insert(wait.end(), ends.begin(), ends.end());
-      dp_flows_[rank].insert(dp_flows_[rank].end(), ends.begin(), ends.end());
+      for (const auto& [group, bytes] : {std::pair(&plan_.dp_group[rank], sp.gradient_bytes),
+                                         std::pair(expert_dp(rank), sp.expert_gradient_bytes)}) {
+        if (!group) continue;
+        const auto ends = add_collective(reduce, *group, bytes, last_of_chunk_.at({rank, c}));
+        wait.insert(wait.end(), ends.begin(), ends.end());
+        dp_flows_[rank].insert(dp_flows_[rank].end(), ends.begin(), ends.end());
+      }
     }
     Flow opt = delay(plan_.rank_gpu[rank], plan_.optimizer_s);
     opt.after = wait;
@@ -270,8 +310,12 @@ class IterationBuilder {
       for (int c = 0; c < plan_.shape.chunks; ++c) {
         const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
         // Parameters are 16-bit, gradients are reduced in 32 bits: half the bytes.
-        const auto ends = add_collective(Op::all_gather, plan_.dp_group[rank], sp.gradient_bytes / 2, opt_id);
-        gather.insert(gather.end(), ends.begin(), ends.end());
+        for (const auto& [group, bytes] : {std::pair(&plan_.dp_group[rank], sp.gradient_bytes),
+                                           std::pair(expert_dp(rank), sp.expert_gradient_bytes)}) {
+          if (!group) continue;
+          const auto ends = add_collective(Op::all_gather, *group, bytes / 2, opt_id);
+          gather.insert(gather.end(), ends.begin(), ends.end());
+        }
       }
       Flow done = delay(plan_.rank_gpu[rank], 0);
       done.after = gather;
@@ -279,6 +323,17 @@ class IterationBuilder {
       end = graph_.add(std::move(done));
     }
     rank_end_[rank] = end;
+  }
+
+  static Seconds& bucket(RankBreakdown& b, SegmentKind kind) {
+    switch (kind) {
+      case SegmentKind::tp_comm: return b.tp_s;
+      case SegmentKind::ep_comm: return b.ep_s;
+      case SegmentKind::imbalance: return b.imbalance_s;
+      case SegmentKind::recompute: return b.recompute_s;
+      case SegmentKind::compute: break;
+    }
+    return b.compute_s;
   }
 
   Seconds start_of(const std::vector<Seconds>& finish, FlowId id) const {
@@ -308,8 +363,7 @@ class IterationBuilder {
       b.bubble_s += gap;
       Seconds at = start;
       for (const Part& part : s.shape->parts) {
-        (part.kind == SegmentKind::tp_comm ? b.tp_s : part.kind == SegmentKind::recompute ? b.recompute_s : b.compute_s) +=
-            part.duration_s;
+        bucket(b, part.kind) += part.duration_s;
         result.events.push_back({plan_.rank_gpu[s.rank], "compute", s.name + " " + part.label, at, at + part.duration_s});
         at += part.duration_s;
       }
@@ -364,6 +418,7 @@ class IterationBuilder {
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
   std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
   std::map<std::tuple<int, Op, Bytes>, Seconds> tp_cache_;
+  std::map<int, Seconds> ep_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
   std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;
   Bytes pp_bytes_ = 0;

@@ -18,18 +18,31 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
   const ScheduleTiming shape_timing = replay(*plan.schedule, plan.shape, 1.0, 2.0);
   const int p = plan.shape.stages;
   std::vector<StageMemory> out;
+  const int v = plan.shape.chunks, stages = static_cast<int>(plan.stages.size());
   for (int r = 0; r < p; ++r) {
-    double params = 0;
+    double params = 0, expert_params = 0;
+    int layers = 0, moe_layers = 0;
     bool first = false, last = false;
-    for (int c = 0; c < plan.shape.chunks; ++c) {
+    for (int c = 0; c < v; ++c) {
       const int stage = plan.schedule->chunk_stage(plan.shape, r, c);
       params += static_cast<double>(plan.stages[stage].gradient_bytes) / 4;
+      expert_params += static_cast<double>(plan.stages[stage].expert_gradient_bytes) / 4;
+      for (int l = s.first_layer(stage); l < s.first_layer(stage) + s.stage_layers[static_cast<std::size_t>(stage)]; ++l) {
+        ++layers;
+        moe_layers += s.model.is_moe_layer(l);
+      }
       first = first || stage == 0;
-      last = last || stage == static_cast<int>(plan.stages.size()) - 1;
+      last = last || stage == stages - 1;
     }
     StageLoad load;
     load.params_on_rank = params;
-    load.layers = s.model.layers / p;
+    load.expert_params_on_rank = expert_params;
+    load.expert_data_parallel = s.layout.dp / s.ep;
+    // The schedule counts activations in units of 1/p of the model: a chunk's layers scaled by
+    // model_stages / p (L / p for even stages, whatever the schedule).
+    const double unit = static_cast<double>(stages) / (p * v);
+    load.layers = layers * unit;
+    load.moe_layers = moe_layers * unit;
     load.in_flight_microbatches = shape_timing.peak_in_flight_microbatches[r];
     load.first_stage = first;
     load.last_stage = last;

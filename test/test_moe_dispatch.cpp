@@ -87,10 +87,3 @@ TEST_CASE("node-limited dispatch sends fewer network bytes and finishes sooner t
   CHECK(limited_s >= r0.network_bytes / nic_Bps * 0.999);
   CHECK(limited_s == Approx(r0.network_bytes / nic_Bps).epsilon(0.15));
 }
-
-TEST_CASE("a scenario with an moe model is refused until iterations simulate experts") {
-  const auto r = test::run_cli("run " + test::source_path("scenarios/gpt3-175b-h100-pp16.yaml") +
-                               " --set model=models/mixtral-8x7b.yaml");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.stderr_text, Catch::Contains(": model: expected a dense model with standard attention; mixtral-8x7b"));
-}

@@ -234,57 +234,125 @@ long divide(long total, long parts) {
 
 }  // namespace
 
-std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel,
-                                         AttentionKernel kernel) {
-  assert(microbatch > 0 && tensor_parallel > 0 && "microbatch and tensor parallel size are positive");
-  const long t = tensor_parallel, h = m.hidden, hd = m.head_dim();
+namespace {
+
+/// The attention core on one GPU: q_heads query heads of width qk_dim, values of width v_dim, over
+/// every token against its sequence (FLOPs for the full square, as model_math counts them).
+std::vector<ComputeOp> attention_core_ops(const ModelSpec& m, int microbatch, long q_heads, long kv_heads, long qk_dim,
+                                          long v_dim, AttentionKernel kernel) {
   const long tokens = long(microbatch) * m.seq_len;
-  const long sp_tokens = sequence_parallel ? divide(tokens, t) : tokens;  // norms, dropouts, residuals
-  const long q_heads = divide(m.heads, t);
-  const long kv_heads = m.kv_heads >= t ? divide(m.kv_heads, t) : 1;  // replicas when tp > kv_heads
-  const long ffn = divide(m.ffn_hidden, t);
-  const bool gpt = m.ffn == FfnType::gelu;
-
-  ComputeOp attention;
-  attention.name = "attention";
-  attention.kind = ComputeKind::attention;
-  attention.causal = true;  // every model here is a decoder
-  attention.shape = {long(microbatch) * q_heads, m.seq_len, hd};
-  attention.flops = 2.0 * 2.0 * double(tokens) * m.seq_len * double(hd) * q_heads;
-  const double q_elems = double(tokens) * q_heads * hd, kv_elems = double(tokens) * kv_heads * hd;
-  attention.hbm_bytes = Bytes(kActivationBytes * (2 * q_elems + 2 * kv_elems) + 4.0 * tokens * q_heads);
-  attention.attention_core = true;
-
-  // Unfused: one (sequence, head) pair per batch entry; GEMMs fold the batch into m.
   const long pairs = long(microbatch) * q_heads;
   std::vector<ComputeOp> core;
   if (kernel == AttentionKernel::unfused) {
-    core.push_back(gemm("attn_scores", pairs * m.seq_len, m.seq_len, hd));
+    // Unfused: one (sequence, head) pair per batch entry; GEMMs fold the batch into m.
+    core.push_back(gemm("attn_scores", pairs * m.seq_len, m.seq_len, qk_dim));
     core.push_back(elementwise("softmax", pairs * m.seq_len, m.seq_len, 4));
     core.push_back(elementwise("attn_dropout", pairs * m.seq_len, m.seq_len, 5));
-    core.push_back(gemm("attn_context", pairs * m.seq_len, hd, m.seq_len));
+    core.push_back(gemm("attn_context", pairs * m.seq_len, v_dim, m.seq_len));
     for (ComputeOp& op : core) {
       op.attention_core = true;
       op.weightless = op.kind == ComputeKind::gemm;
     }
-  } else {
-    core.push_back(attention);
+    return core;
   }
+  ComputeOp attention;
+  attention.name = "attention";
+  attention.kind = ComputeKind::attention;
+  attention.causal = true;  // every model here is a decoder
+  attention.shape = {pairs, m.seq_len, qk_dim};
+  attention.flops = 2.0 * double(tokens) * m.seq_len * double(qk_dim + v_dim) * q_heads;
+  const double q_elems = double(tokens) * q_heads * qk_dim, k_elems = double(tokens) * kv_heads * qk_dim,
+               v_elems = double(tokens) * kv_heads * v_dim, o_elems = double(tokens) * q_heads * v_dim;
+  attention.hbm_bytes = Bytes(kActivationBytes * (q_elems + k_elems + v_elems + o_elems) + 4.0 * tokens * q_heads);
+  attention.attention_core = true;
+  core.push_back(attention);
+  return core;
+}
 
+/// Norm, projections and core of the attention block, up to its output projection.
+std::vector<ComputeOp> attention_ops(const ModelSpec& m, int microbatch, int t, bool sequence_parallel,
+                                     AttentionKernel kernel) {
+  const long h = m.hidden, tokens = long(microbatch) * m.seq_len;
+  const long sp_tokens = sequence_parallel ? divide(tokens, t) : tokens;
+  const long q_heads = divide(m.heads, t);
   std::vector<ComputeOp> ops;
   ops.push_back(elementwise("norm1", sp_tokens, h, 4));
-  ops.push_back(gemm("qkv", tokens, hd * (q_heads + 2 * kv_heads), h));
-  if (!gpt) ops.push_back(elementwise("rope", tokens, hd * (q_heads + kv_heads), 4));
+  std::vector<ComputeOp> core;
+  if (m.mla) {
+    // MLA (DeepSeek-V2 section 2.1): down-projections to the latents, their norms, per-head
+    // up-projections; the key's rope part comes from the hidden state once for all heads. The
+    // down-projections run on 1/t of the tokens on each GPU, as model_math divides them.
+    const MlaSpec& a = *m.mla;
+    const long down_tokens = (tokens + t - 1) / t;
+    ops.push_back(gemm("q_down", down_tokens, a.q_lora_rank, h));
+    ops.push_back(elementwise("q_norm", down_tokens, a.q_lora_rank, 4));
+    ops.push_back(gemm("q_up", tokens, q_heads * a.qk_head_dim(), a.q_lora_rank));
+    ops.push_back(gemm("kv_down", down_tokens, a.kv_lora_rank + a.qk_rope_head_dim, h));
+    ops.push_back(elementwise("kv_norm", down_tokens, a.kv_lora_rank, 4));
+    ops.push_back(gemm("kv_up", tokens, q_heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank));
+    ops.push_back(elementwise("rope", tokens, (q_heads + 1) * a.qk_rope_head_dim, 4));
+    core = attention_core_ops(m, microbatch, q_heads, q_heads, a.qk_head_dim(), a.v_head_dim, kernel);
+  } else {
+    const long hd = m.head_dim();
+    const long kv_heads = m.kv_heads >= t ? divide(m.kv_heads, t) : 1;  // replicas when tp > kv_heads
+    ops.push_back(gemm("qkv", tokens, hd * (q_heads + 2 * kv_heads), h));
+    if (m.ffn != FfnType::gelu) ops.push_back(elementwise("rope", tokens, hd * (q_heads + kv_heads), 4));
+    core = attention_core_ops(m, microbatch, q_heads, kv_heads, hd, hd, kernel);
+  }
   ops.insert(ops.end(), core.begin(), core.end());
-  ops.push_back(gemm("attn_out", tokens, h, hd * q_heads));
-  ops.push_back(elementwise(gpt ? "dropout_residual1" : "residual1", sp_tokens, h, gpt ? 7 : 6));
-  ops.push_back(elementwise("norm2", sp_tokens, h, 4));
-  if (!gpt) ops.push_back(gemm("ffn_gate", tokens, ffn, h));
-  ops.push_back(gemm("ffn_up", tokens, ffn, h));
-  ops.push_back(elementwise(gpt ? "gelu" : "swiglu", tokens, ffn, gpt ? 4 : 6));
-  ops.push_back(gemm("ffn_down", tokens, h, ffn));
-  ops.push_back(elementwise(gpt ? "dropout_residual2" : "residual2", sp_tokens, h, gpt ? 7 : 6));
+  const long v_width = m.mla ? q_heads * m.mla->v_head_dim : q_heads * m.head_dim();
+  ops.push_back(gemm("attn_out", tokens, h, v_width));
   return ops;
+}
+
+/// An FFN's GEMMs and activation over `rows` tokens with inner width `inner` on this GPU, names
+/// prefixed ("ffn", "shared", "expert").
+void ffn_gemms(const ModelSpec& m, const std::string& prefix, long rows, long inner, std::vector<ComputeOp>& ops) {
+  const bool gpt = m.ffn == FfnType::gelu;
+  if (rows <= 0 || inner <= 0) return;
+  if (!gpt) ops.push_back(gemm(prefix + "_gate", rows, inner, m.hidden));
+  ops.push_back(gemm(prefix + "_up", rows, inner, m.hidden));
+  const std::string activation = gpt ? "gelu" : "swiglu";  // the dense FFN's keeps its bare name
+  ops.push_back(elementwise(prefix == "ffn" ? activation : prefix + "_" + activation, rows, inner, gpt ? 4 : 6));
+  ops.push_back(gemm(prefix + "_down", rows, m.hidden, inner));
+}
+
+std::string residual_name(const ModelSpec& m, int which) {
+  return (m.ffn == FfnType::gelu ? "dropout_residual" : "residual") + std::to_string(which);
+}
+
+}  // namespace
+
+std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel,
+                                         AttentionKernel kernel) {
+  assert(microbatch > 0 && tensor_parallel > 0 && "microbatch and tensor parallel size are positive");
+  const long t = tensor_parallel, h = m.hidden, tokens = long(microbatch) * m.seq_len;
+  const long sp_tokens = sequence_parallel ? divide(tokens, t) : tokens;  // norms, dropouts, residuals
+  const bool gpt = m.ffn == FfnType::gelu;
+  std::vector<ComputeOp> ops = attention_ops(m, microbatch, tensor_parallel, sequence_parallel, kernel);
+  ops.push_back(elementwise(residual_name(m, 1), sp_tokens, h, gpt ? 7 : 6));
+  ops.push_back(elementwise("norm2", sp_tokens, h, 4));
+  ffn_gemms(m, "ffn", tokens, divide(m.ffn_hidden, t), ops);
+  ops.push_back(elementwise(residual_name(m, 2), sp_tokens, h, gpt ? 7 : 6));
+  return ops;
+}
+
+MoeLayerOps moe_layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel,
+                                  AttentionKernel kernel, double expert_rows) {
+  assert(m.moe && "an MoE layer needs the model's moe block");
+  const long t = tensor_parallel, h = m.hidden, tokens = long(microbatch) * m.seq_len;
+  const long sp_tokens = sequence_parallel ? divide(tokens, t) : tokens;
+  const bool gpt = m.ffn == FfnType::gelu;
+  const MoeSpec& moe = *m.moe;
+  MoeLayerOps out;
+  out.before_dispatch = attention_ops(m, microbatch, tensor_parallel, sequence_parallel, kernel);
+  out.before_dispatch.push_back(elementwise(residual_name(m, 1), sp_tokens, h, gpt ? 7 : 6));
+  out.before_dispatch.push_back(elementwise("norm2", sp_tokens, h, 4));
+  out.before_dispatch.push_back(gemm("router", tokens, moe.routed_experts, h));
+  ffn_gemms(m, "shared", tokens, divide(long(moe.shared_experts) * moe.expert_ffn_hidden, t), out.before_dispatch);
+  ffn_gemms(m, "expert", std::lround(expert_rows), divide(moe.expert_ffn_hidden, t), out.experts);
+  out.after_combine.push_back(elementwise(residual_name(m, 2), sp_tokens, h, gpt ? 7 : 6));
+  return out;
 }
 
 std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward) {

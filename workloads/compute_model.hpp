@@ -110,6 +110,18 @@ Seconds op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& 
 std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel,
                                          bool sequence_parallel, AttentionKernel kernel = AttentionKernel::flash);
 
+/// An MoE layer's forward ops on one GPU, in three runs around its dispatch and combine
+/// all-to-alls: the attention block, the pre-FFN norm, the router (hidden x routed experts) and the
+/// shared experts; then the routed experts over `expert_rows` token-expert pairs on this GPU (each
+/// expert's FFN split over tensor_parallel, as Megatron-Core's expert tensor parallelism defaults
+/// to); then the residual add. Multi-head latent attention (m.mla) replaces the QKV projection by
+/// its down-projections, latent norms and up-projections in either kind of layer.
+struct MoeLayerOps {
+  std::vector<ComputeOp> before_dispatch, experts, after_combine;
+};
+MoeLayerOps moe_layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel,
+                                  AttentionKernel kernel, double expert_rows);
+
 /// The backward of `forward`, in reverse order. Each GEMM becomes two of its FLOPs: the input
 /// gradient ("<name>.dgrad", m x k from m x n and n x k) and the weight gradient ("<name>.wgrad",
 /// k x n from k x m and m x n). Attention backward runs 2.5x the forward FLOPs (five matmuls to

@@ -7,6 +7,8 @@ const char* to_string(SegmentKind kind) {
     case SegmentKind::compute: return "compute";
     case SegmentKind::recompute: return "recompute";
     case SegmentKind::tp_comm: return "tp";
+    case SegmentKind::ep_comm: return "ep";
+    case SegmentKind::imbalance: return "imbalance";
   }
   return "?";
 }

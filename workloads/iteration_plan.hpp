@@ -15,7 +15,10 @@
 
 namespace clustersim {
 
-enum class SegmentKind { compute, recompute, tp_comm };
+/// What a step of the compute stream is: work, repeated work, a blocking TP collective, a blocking
+/// expert-parallel all-to-all (MoE dispatch or combine), or waiting at an all-to-all for the rank
+/// whose experts got the most tokens (expert load imbalance).
+enum class SegmentKind { compute, recompute, tp_comm, ep_comm, imbalance };
 const char* to_string(SegmentKind kind);
 
 /// One step on a GPU's compute stream. Compute has a duration; a TP collective is blocking (Megatron
@@ -26,6 +29,18 @@ struct Segment {
   Seconds duration_s = 0;  // compute and recompute
   Op tp_op = Op::all_reduce;
   Bytes tp_bytes = 0;      // tp_comm: nccl-tests size of the collective
+  int ep_traffic = -1;     // ep_comm: index into IterationPlan::ep_traffic
+};
+
+/// One MoE all-to-all over the representative expert-parallel group. Plain: bytes[i][j] from
+/// gpus[i] to gpus[j]. DeepEP: network_bytes[i][node] crosses the fabric once per node and
+/// nvlink_bytes[i][j] fans out inside it (collectives/point_to_point.hpp).
+struct EpTraffic {
+  std::string label;  // "dispatch", "combine", ...
+  std::vector<int> gpus;
+  bool deepep = false;
+  int ranks_per_node = 1;
+  std::vector<std::vector<double>> bytes, network_bytes, nvlink_bytes;
 };
 
 struct StagePlan {
@@ -34,6 +49,7 @@ struct StagePlan {
   std::vector<Segment> backward_weight;  // weight gradient; a full backward runs both back to back
   Bytes activation_bytes = 0;            // sent forward to the next stage, and its gradient back
   Bytes gradient_bytes = 0;              // this chunk's gradients on one GPU, reduced across DP
+  Bytes expert_gradient_bytes = 0;       // its routed experts' gradients, reduced across expert DP
 };
 
 struct IterationPlan {
@@ -43,6 +59,8 @@ struct IterationPlan {
   std::vector<int> rank_gpu;              // pipeline rank -> representative GPU
   std::vector<std::vector<int>> tp_group; // pipeline rank -> GPUs of its TP group
   std::vector<std::vector<int>> dp_group; // pipeline rank -> GPUs of its DP group (the TP rank 0 one)
+  std::vector<std::vector<int>> expert_dp_group;  // pipeline rank -> replicas of its experts (dp / ep)
+  std::vector<EpTraffic> ep_traffic;      // the MoE all-to-alls segments refer to
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
   Seconds optimizer_s = 0;                // optimizer step on one GPU of a pipeline rank
   /// Tied input embedding and output layer on different pipeline ranks: their gradients are summed

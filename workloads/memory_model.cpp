@@ -42,14 +42,31 @@ StateBytes state_bytes(double params_on_rank, int data_parallel, bool distribute
           to_bytes(kOptimizerBytesPerParam * params_on_rank / optimizer_shards)};
 }
 
+/// An MoE layer keeps, per token, the activations of its top_k routed and its shared experts: as
+/// many as a dense FFN of (top_k + shared) x expert width. Dispatch buffers are not counted.
+ModelSpec moe_layer_shape(const ModelSpec& m) {
+  ModelSpec out = m;
+  if (m.moe) out.ffn_hidden = (m.moe->top_k + m.moe->shared_experts) * m.moe->expert_ffn_hidden;
+  return out;
+}
+
 StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, const StageLoad& stage) {
-  const StateBytes state = state_bytes(stage.params_on_rank, stage.data_parallel, stage.distributed_optimizer);
+  StateBytes state = state_bytes(stage.params_on_rank, stage.data_parallel, stage.distributed_optimizer);
+  if (stage.expert_params_on_rank > 0) {
+    const StateBytes experts =
+        state_bytes(stage.expert_params_on_rank, stage.expert_data_parallel, stage.distributed_optimizer);
+    state.weights += experts.weights;
+    state.gradients += experts.gradients;
+    state.optimizer += experts.optimizer;
+  }
   const double t = layout.tensor_parallel;
   const double sb = double(m.seq_len) * layout.microbatch;
   const double sbh = sb * m.hidden;
   const double whole_split = layout.sequence_parallel ? t : 1.0;
 
-  double per_microbatch = stage.layers * layer_bytes(m, layout, layout.recompute);
+  const ModelSpec moe = moe_layer_shape(m);
+  double per_microbatch = (stage.layers - stage.moe_layers) * layer_bytes(m, layout, layout.recompute) +
+                          stage.moe_layers * layer_bytes(moe, layout, layout.recompute);
   if (stage.first_stage) per_microbatch += sbh / whole_split;  // embedding dropout mask, 1 B/element
   if (stage.last_stage)  // final LayerNorm and output-layer inputs, then fp32 logits split by vocabulary
     per_microbatch += 4 * sbh / whole_split + 4 * sb * m.vocab / t;
@@ -60,8 +77,9 @@ StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, con
   out.optimizer = state.optimizer;
   out.activations = to_bytes(per_microbatch * stage.in_flight_microbatches);
   if (stage.layers > 0) {
-    const double stored = layer_bytes(m, layout, layout.recompute);
-    out.recompute_workspace = to_bytes(layer_bytes(m, layout, Recompute::none) - stored);
+    const ModelSpec& widest = stage.moe_layers > 0 ? moe : m;
+    const double stored = layer_bytes(widest, layout, layout.recompute);
+    out.recompute_workspace = to_bytes(layer_bytes(widest, layout, Recompute::none) - stored);
   }
   out.total = out.weights + out.gradients + out.optimizer + out.activations + out.recompute_workspace;
   return out;

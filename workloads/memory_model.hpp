@@ -57,8 +57,11 @@ struct ActivationLayout {
 
 /// What one pipeline stage holds; the caller takes the counts from the model and the schedule.
 struct StageLoad {
-  double params_on_rank = 0;
-  int layers = 0;                       // transformer layers on this rank, all its chunks together
+  double params_on_rank = 0;           // reduced and sharded over data parallelism
+  double expert_params_on_rank = 0;    // routed experts: sharded over the dp / ep expert replicas
+  int expert_data_parallel = 1;
+  double layers = 0;                    // transformer layers per in-flight unit (all chunks when v = 1)
+  double moe_layers = 0;                // of which MoE layers
   double in_flight_microbatches = 1;    // the schedule's peak, in units of the stage's whole layer set
                                         // (1F1B stage 0: p; interleaved: p + (p-1)/v)
   bool first_stage = false;             // holds the input embedding

@@ -1,92 +1,56 @@
 #include "workloads/plan_iteration.hpp"
 
+#include <optional>
+
+#include "workloads/layer_segments.hpp"
+#include "workloads/moe_routing.hpp"
+
 #include <algorithm>
 
 namespace clustersim {
 
 namespace {
 
-/// Accumulates ops into compute steps, cutting a step wherever a TP collective goes.
-class SegmentWriter {
- public:
-  SegmentWriter(const ScenarioSpec& s, const KernelTable* kernels, std::vector<Segment>& out, SegmentKind kind)
-      : s_(s), kernels_(kernels), out_(out), kind_(kind) {}
-
-  void op(const ComputeOp& op) { pending_s_ += op_time(s_.gpu, s_.precision, op, kernels_); }
-  void collective(Op tp_op, const std::string& label, Bytes bytes) {
-    flush();
-    if (s_.layout.tp < 2) return;
-    Segment seg;
-    seg.kind = SegmentKind::tp_comm;
-    seg.label = label;
-    seg.tp_op = tp_op;
-    seg.tp_bytes = bytes;
-    out_.push_back(seg);
+/// One MoE all-to-all's sizes from the routing: a dispatch sends token copies from rank i to the
+/// experts on rank j; a combine brings them back (the transpose). DeepEP sends a token once per
+/// remote node and fans it out over NVLink from the relay on the sender's rail there.
+EpTraffic ep_traffic(const std::string& label, const std::vector<int>& gpus, const MoeLayerTraffic& routes, bool deepep,
+                     double bytes_per_token, bool combine) {
+  const std::size_t n = gpus.size();
+  EpTraffic out;
+  out.label = label;
+  out.gpus = gpus;
+  out.deepep = deepep;
+  out.ranks_per_node = routes.ranks_per_node;
+  auto at = [combine](const std::vector<std::vector<double>>& m, std::size_t i, std::size_t j) {
+    return combine ? m[j][i] : m[i][j];
+  };
+  if (!deepep) {
+    out.bytes.assign(n, std::vector<double>(n, 0));
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) out.bytes[i][j] = at(routes.token_copies, i, j) * bytes_per_token;
+    return out;
   }
-  void flush(const std::string& label = "compute") {
-    if (pending_s_ <= 0) return;
-    out_.push_back({kind_, label, pending_s_, Op::all_reduce, 0});
-    pending_s_ = 0;
-  }
-
- private:
-  const ScenarioSpec& s_;
-  const KernelTable* kernels_;
-  std::vector<Segment>& out_;
-  SegmentKind kind_;
-  Seconds pending_s_ = 0;
-};
-
-/// One layer's forward, with Megatron's TP collectives between its ops.
-void forward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& ops, Bytes tp_bytes, SegmentWriter& w) {
-  const bool sp = s.sequence_parallel;
-  bool ffn_started = false;
-  for (const ComputeOp& op : ops) {
-    if (sp && op.name == "qkv") w.collective(Op::all_gather, "attention all-gather", tp_bytes);
-    if (sp && !ffn_started && (op.name == "ffn_gate" || op.name == "ffn_up")) {
-      w.collective(Op::all_gather, "mlp all-gather", tp_bytes);
-      ffn_started = true;
+  // The combine runs DeepEP's legs backwards: NVLink to the relay, then one network send per node.
+  const std::size_t nodes = static_cast<std::size_t>(routes.nodes), per = static_cast<std::size_t>(routes.ranks_per_node);
+  out.network_bytes.assign(n, std::vector<double>(nodes, 0));
+  out.nvlink_bytes.assign(n, std::vector<double>(n, 0));
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t k = 0; k < nodes; ++k) {
+      if (!combine) out.network_bytes[i][k] = routes.network_tokens[i][k] * bytes_per_token;
+      // Back from node k's relay of rank i (the rank with i's local index) to i.
+      else out.network_bytes[k * per + i % per][i / per] += routes.network_tokens[i][k] * bytes_per_token;
     }
-    w.op(op);
-    if (op.name == "attn_out") w.collective(sp ? Op::reduce_scatter : Op::all_reduce, "attention output " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
-    if (op.name == "ffn_down") w.collective(sp ? Op::reduce_scatter : Op::all_reduce, "mlp output " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
-  }
-  w.flush("layer forward");
-}
-
-/// One layer's input-gradient ops, with the mirrored collectives; weight gradients go to `weight`.
-void backward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& bwd, Bytes tp_bytes, SegmentWriter& input,
-                    SegmentWriter& weight) {
-  const bool sp = s.sequence_parallel;
-  bool ffn_in_done = false;
-  for (const ComputeOp& op : bwd) {
-    if (op.pass == OpPass::backward_weight) {
-      weight.op(op);
-      continue;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const std::size_t relay = static_cast<std::size_t>(routes.relay(static_cast<int>(i), static_cast<int>(j)));
+      const double b = routes.nvlink_tokens[i][j] * bytes_per_token;
+      if (relay == j) continue;
+      if (!combine) out.nvlink_bytes[relay][j] += b;
+      else out.nvlink_bytes[j][relay] += b;
     }
-    if (sp && op.name == "ffn_down.dgrad") input.collective(Op::all_gather, "mlp grad all-gather", tp_bytes);
-    if (sp && op.name == "attn_out.dgrad") input.collective(Op::all_gather, "attention grad all-gather", tp_bytes);
-    input.op(op);
-    const bool ffn_in = op.name == "ffn_up.dgrad" || op.name == "ffn_gate.dgrad";
-    // The FFN's input gradient is complete after its last input GEMM's dgrad (gate, else up).
-    const bool last_ffn_in = ffn_in && (op.name == "ffn_gate.dgrad" || s.model.ffn == FfnType::gelu);
-    if (last_ffn_in && !ffn_in_done) {
-      input.collective(sp ? Op::reduce_scatter : Op::all_reduce, "mlp input-grad " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
-      ffn_in_done = true;
-    }
-    if (op.name == "qkv.dgrad")
-      input.collective(sp ? Op::reduce_scatter : Op::all_reduce, "attention input-grad " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
-  }
-  input.flush("layer backward");
-  weight.flush("layer weight grad");
-}
-
-/// Weights on one GPU in one layer: the GEMMs' k x n matrices (already split over TP).
-double layer_params_on_gpu(const std::vector<ComputeOp>& ops) {
-  double params = 0;
-  for (const ComputeOp& op : ops)
-    if (op.kind == ComputeKind::gemm) params += static_cast<double>(op.shape.k) * static_cast<double>(op.shape.n);
-  return params;
+  return out;
 }
 
 }  // namespace
@@ -100,44 +64,53 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   const int p = layout.pp, v = s.virtual_stages, t = layout.tp;
   // p * v stages, or p for a schedule that holds each stage twice (DualPipe).
   const int stages = plan.schedule->model_stages(plan.shape);
-  const int layers_per_stage = s.model.layers / stages;
   const Bytes tokens = static_cast<Bytes>(s.microbatch) * static_cast<Bytes>(s.model.seq_len);
   const Bytes tp_bytes = tokens * static_cast<Bytes>(s.model.hidden) * 2;
-
-  const std::vector<ComputeOp> fwd_ops = layer_forward_ops(s.model, s.microbatch, t, s.sequence_parallel, s.attention);
-  const std::vector<ComputeOp> bwd_ops = backward_ops(fwd_ops);
-  const double layer_params = layer_params_on_gpu(fwd_ops);
   const double embedding_params = static_cast<double>(s.model.vocab) * s.model.hidden / t;
 
-  // One layer's segments, computed once: every layer of the model has the same shape.
-  std::vector<Segment> layer_fwd, layer_bwd_in, layer_bwd_w, layer_recompute;
-  {
-    SegmentWriter f(s, kernels, layer_fwd, SegmentKind::compute);
-    forward_layer(s, fwd_ops, tp_bytes, f);
-    SegmentWriter bi(s, kernels, layer_bwd_in, SegmentKind::compute), bw(s, kernels, layer_bwd_w, SegmentKind::compute);
-    backward_layer(s, bwd_ops, tp_bytes, bi, bw);
-    SegmentWriter r(s, kernels, layer_recompute, SegmentKind::recompute);
-    if (s.recompute == Recompute::full) {
-      forward_layer(s, fwd_ops, tp_bytes, r);
-    } else if (s.recompute == Recompute::selective) {
-      for (const ComputeOp& op : fwd_ops)
-        if (op.attention_core) r.op(op);
-      r.flush("attention recompute");
-    }
-    for (Segment& seg : layer_recompute)
-      if (seg.kind == SegmentKind::compute) seg.kind = SegmentKind::recompute;
+  // Each kind of layer's segments, computed once: dense layers, and MoE layers when the model has them.
+  const LayerSegments dense = dense_layer_segments(s, kernels);
+  std::optional<LayerSegments> moe;
+  if (s.model.moe) {
+    const MoeLayerTraffic routes = route_moe_layer(s.moe_routing(static_cast<std::int64_t>(tokens)));
+    std::vector<int> ep_gpus = layout.group(layout.rank({}), Dim::dp);
+    ep_gpus.resize(static_cast<std::size_t>(s.ep));
+    // DeepSeek-V3 dispatches in FP8 when it computes in FP8, and combines in BF16 (section 3.3).
+    const double dispatch_bytes = token_bytes(s.model.hidden, s.precision == "fp8" ? WireFormat::fp8 : WireFormat::bf16);
+    const double bf16_bytes = token_bytes(s.model.hidden, WireFormat::bf16);
+    MoeTrafficIds ids;
+    auto add = [&](EpTraffic traffic) {
+      plan.ep_traffic.push_back(std::move(traffic));
+      return static_cast<int>(plan.ep_traffic.size()) - 1;
+    };
+    ids.dispatch = add(ep_traffic("moe dispatch", ep_gpus, routes, s.moe.deepep, dispatch_bytes, false));
+    ids.combine = add(ep_traffic("moe combine", ep_gpus, routes, s.moe.deepep, bf16_bytes, true));
+    ids.dispatch_shaped_grad = dispatch_bytes == bf16_bytes
+                                   ? ids.dispatch
+                                   : add(ep_traffic("moe combine grad", ep_gpus, routes, s.moe.deepep, bf16_bytes, false));
+    ids.combine_shaped_grad = ids.combine;
+    // The representative GPU computes the mean load and waits for the busiest: every rank's
+    // timeline is the busiest's, and the breakdown shows the difference as imbalance.
+    double total = 0;
+    for (double load : routes.rank_load) total += load;
+    const double busiest = *std::max_element(routes.rank_load.begin(), routes.rank_load.end());
+    moe = moe_layer_segments(s, kernels, ids, {total / s.ep, busiest});
   }
 
   const ComputeOp logits = logits_forward_op(s.model, s.microbatch, t);
   const std::vector<ComputeOp> logits_bwd = backward_ops({logits});
   for (int stage = 0; stage < stages; ++stage) {
     StagePlan sp;
-    double params = layer_params * layers_per_stage;
-    for (int l = 0; l < layers_per_stage; ++l) {
-      sp.forward.insert(sp.forward.end(), layer_fwd.begin(), layer_fwd.end());
-      sp.backward_input.insert(sp.backward_input.end(), layer_recompute.begin(), layer_recompute.end());
-      sp.backward_input.insert(sp.backward_input.end(), layer_bwd_in.begin(), layer_bwd_in.end());
-      sp.backward_weight.insert(sp.backward_weight.end(), layer_bwd_w.begin(), layer_bwd_w.end());
+    double params = 0, expert_params = 0;
+    const int first = s.first_layer(stage);
+    for (int l = first; l < first + s.stage_layers[static_cast<std::size_t>(stage)]; ++l) {
+      const LayerSegments& layer = s.model.is_moe_layer(l) ? *moe : dense;
+      sp.forward.insert(sp.forward.end(), layer.forward.begin(), layer.forward.end());
+      sp.backward_input.insert(sp.backward_input.end(), layer.recompute.begin(), layer.recompute.end());
+      sp.backward_input.insert(sp.backward_input.end(), layer.backward_input.begin(), layer.backward_input.end());
+      sp.backward_weight.insert(sp.backward_weight.end(), layer.backward_weight.begin(), layer.backward_weight.end());
+      params += layer.params_on_gpu;
+      expert_params += layer.expert_params_on_gpu;
     }
     if (stage == 0) params += embedding_params;
     if (stage == stages - 1) {
@@ -152,6 +125,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     }
     sp.activation_bytes = tp_bytes / static_cast<Bytes>(t);
     sp.gradient_bytes = static_cast<Bytes>(params * 4);
+    sp.expert_gradient_bytes = static_cast<Bytes>(expert_params * 4);
     plan.stages.push_back(std::move(sp));
   }
 
@@ -163,12 +137,22 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     plan.rank_gpu.push_back(rank);
     plan.tp_group.push_back(layout.group(rank, Dim::tp));
     plan.dp_group.push_back(layout.group(rank, Dim::dp));
+    // Replicas of this rank's experts: every ep-th data-parallel rank.
+    std::vector<int> expert_dp;
+    for (std::size_t i = 0; i < plan.dp_group.back().size(); i += static_cast<std::size_t>(s.ep))
+      expert_dp.push_back(plan.dp_group.back()[i]);
+    plan.expert_dp_group.push_back(expert_dp);
     double params = 0;
-    for (int chunk = 0; chunk < v; ++chunk)
-      params += static_cast<double>(plan.stages[plan.schedule->chunk_stage(plan.shape, r, chunk)].gradient_bytes) / 4;
+    for (int chunk = 0; chunk < v; ++chunk) {
+      const StagePlan& held = plan.stages[plan.schedule->chunk_stage(plan.shape, r, chunk)];
+      // ZeRO-1 shards dense state over dp and expert state over the dp / ep expert replicas.
+      const bool zero1 = s.distributed_optimizer;
+      params += static_cast<double>(held.gradient_bytes) / 4 / (zero1 ? layout.dp : 1) +
+                static_cast<double>(held.expert_gradient_bytes) / 4 / (zero1 ? layout.dp / s.ep : 1);
+    }
     params_per_rank_max = std::max(params_per_rank_max, params);
   }
-  const double optimizer_params = s.distributed_optimizer ? params_per_rank_max / layout.dp : params_per_rank_max;
+  const double optimizer_params = params_per_rank_max;
   plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(optimizer_params), kernels);
   plan.channels = 2 * s.cluster.node.nics;
   if (s.model.tied_embeddings && stages > 1) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);

@@ -18,9 +18,10 @@ namespace {
 // order tp-dp-pp; attention flash. Everything else is required.
 const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
-    "precision", "recompute", "attention"};
+    "precision", "recompute", "attention", "moe"};
 const std::initializer_list<const char*> kParallelFields = {
-    "tp", "pp", "dp", "virtual_stages", "sequence_parallel", "distributed_optimizer", "order"};
+    "tp", "pp", "dp", "ep", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "order"};
+const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -102,6 +103,7 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   s.layout.pp = read_int(f.child("pp"));
   s.layout.dp = read_int(f.child("dp"));
   if (auto v = f.find("virtual_stages")) s.virtual_stages = read_int(*v);
+  if (auto e = f.find("ep")) s.ep = read_int(*e);
   if (auto sp = f.find("sequence_parallel")) s.sequence_parallel = sp->as_bool();
   if (auto d = f.find("distributed_optimizer")) s.distributed_optimizer = d->as_bool();
   if (auto o = f.find("order")) {
@@ -120,7 +122,7 @@ void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
            std::to_string(l.pp) + " x " + std::to_string(l.dp) + " = " + product(l.tp, l.pp, l.dp));
   const ModelSpec& m = s.model;
   const std::string model = " of " + m.name + " (" + m.file + ")";
-  if (m.layers % l.pp != 0)
+  if (!f.find("stage_layers") && m.layers % l.pp != 0)
     f.child("pp").fail("expected a divisor of the " + std::to_string(m.layers) + " layers" + model);
   if (m.heads % l.tp != 0)
     f.child("tp").fail("expected a divisor of the " + std::to_string(m.heads) + " attention heads" + model);
@@ -156,12 +158,63 @@ void read_schedule(const YamlField& f, const YamlField& parallel, ScenarioSpec& 
            std::to_string(shape.microbatches) + " microbatches, virtual_stages = " + std::to_string(shape.chunks) +
            ": " + *why);
   const int stages = s.schedule->model_stages(shape);
+  if (auto listed = parallel.find("stage_layers")) {
+    const std::vector<long> counts = listed->as_integer_list();
+    long sum = 0;
+    for (long c : counts) {
+      if (c < 1) listed->fail("expected a positive layer count for every model stage");
+      sum += c;
+    }
+    if (counts.size() != static_cast<std::size_t>(stages) || sum != s.model.layers)
+      listed->fail("expected " + std::to_string(stages) + " layer counts (the model stages of " + s.schedule_name +
+                   ") adding up to the " + std::to_string(s.model.layers) + " layers of " + s.model.name + "; got " +
+                   std::to_string(counts.size()) + " adding up to " + std::to_string(sum));
+    s.stage_layers.assign(counts.begin(), counts.end());
+    return;
+  }
+  s.stage_layers.assign(stages, s.model.layers / std::max(stages, 1));
   if (s.model.layers % stages != 0) {
     const std::string layers = " to divide the " + std::to_string(s.model.layers) + " layers of " + s.model.name + " (" + s.model.file + ")";
     if (s.schedule->chunks_required() > 0 && !chunks_given)
       f.fail(s.schedule_name + " splits the model into " + std::to_string(stages) + " stages (pp " +
              std::to_string(shape.stages) + ", " + std::to_string(shape.chunks) + " chunks per rank); expected that" + layers);
     parallel.child("virtual_stages").fail("expected pp x virtual_stages (" + product(shape.stages, shape.chunks) + ")" + layers);
+  }
+}
+
+/// Expert parallelism and routing against the model and the layout.
+void read_moe(const YamlField& root, const YamlField& parallel, ScenarioSpec& s) {
+  const std::optional<YamlField> block = root.find("moe");
+  const std::string model = s.model.name + " (" + s.model.file + ")";
+  if (!s.model.moe) {
+    if (s.ep != 1) parallel.child("ep").fail("expected 1: " + model + " has no MoE layers");
+    if (block) block->fail("expected no moe block: " + model + " has no MoE layers");
+    return;
+  }
+  const MoeSpec& moe = *s.model.moe;
+  if (s.layout.dp % s.ep != 0)
+    (parallel.find("ep") ? parallel.child("ep") : parallel).fail(
+        "expected ep to divide dp (" + std::to_string(s.layout.dp) + "): expert parallelism is carved out of data parallelism");
+  if (moe.routed_experts % s.ep != 0)
+    (parallel.find("ep") ? parallel.child("ep") : parallel).fail(
+        "expected a divisor of the " + std::to_string(moe.routed_experts) + " routed experts of " + model + ", got " +
+        std::to_string(s.ep));
+  if (block) {
+    block->expect_keys(kMoeFields);
+    if (auto r = block->find("routing")) s.moe.routing = *parse_routing_model(r->as_choice({"uniform", "skewed", "random"}));
+    if (auto h = block->find("hot_factor")) s.moe.hot_factor = h->as_positive();
+    if (auto seed = block->find("seed")) s.moe.seed = static_cast<std::uint64_t>(seed->as_non_negative());
+    if (auto d = block->find("dispatch")) s.moe.deepep = d->as_choice({"all_to_all", "deepep"}) == "deepep";
+  }
+  const MoeRoutingSpec routing = s.moe_routing(1);
+  const int nodes = (s.ep + routing.ranks_per_node - 1) / routing.ranks_per_node;
+  if (moe.node_limit && *moe.node_limit > nodes)
+    (parallel.find("ep") ? parallel.child("ep") : parallel).fail(
+        "expected the " + std::to_string(s.ep) + " expert-parallel ranks to span at least the " +
+        std::to_string(*moe.node_limit) + " nodes " + model + " routes a token to; they span " + std::to_string(nodes));
+  if (auto e = check_moe_routing(routing)) {
+    const bool in_block = block && block->find(e->field);
+    (in_block ? block->child(e->field) : block ? *block : parallel).fail(e->field + ": " + e->expected);
   }
 }
 
@@ -172,11 +225,37 @@ Recompute read_recompute(const YamlField& f) {
 
 }  // namespace
 
+int ScenarioSpec::first_layer(int stage) const {
+  int layer = 0;
+  for (int k = 0; k < stage; ++k) layer += stage_layers[static_cast<std::size_t>(k)];
+  return layer;
+}
+
+MoeRoutingSpec ScenarioSpec::moe_routing(std::int64_t tokens_per_rank) const {
+  MoeRoutingSpec r;
+  r.tokens_per_rank = tokens_per_rank;
+  if (model.moe) {
+    r.routed_experts = model.moe->routed_experts;
+    r.top_k = model.moe->top_k;
+    r.node_limit = model.moe->node_limit.value_or(0);
+  }
+  r.ep = ep;
+  std::vector<int> dp = layout.group(layout.rank({}), Dim::dp);
+  int same_node = 0;
+  for (int i = 0; i < ep; ++i) same_node += dp[static_cast<std::size_t>(i)] / cluster.node.gpus == dp.front() / cluster.node.gpus;
+  r.ranks_per_node = same_node;
+  r.model = moe.routing;
+  r.hot_factor = moe.hot_factor;
+  r.seed = moe.seed;
+  return r;
+}
+
 std::vector<std::string> scenario_fields() {
   std::vector<std::string> out;
   for (const char* f : kFields)
-    if (std::string(f) != "parallel") out.push_back(f);
+    if (std::string(f) != "parallel" && std::string(f) != "moe") out.push_back(f);
   for (const char* f : kParallelFields) out.push_back(std::string("parallel.") + f);
+  for (const char* f : kMoeFields) out.push_back(std::string("moe.") + f);
   return out;
 }
 
@@ -192,11 +271,6 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   read_cluster(dir, root.child("cluster"), s);
   s.model = load_model_spec(resolve(dir, root.child("model")));
-  // Their parameters and FLOPs are counted (model_math.hpp), but the iteration plan has no expert
-  // or latent-attention ops yet: refuse rather than time them as a dense model.
-  if (s.model.moe || s.model.mla)
-    root.child("model").fail("expected a dense model with standard attention; " + s.model.name +
-                             " has MoE layers or MLA, which training iterations do not simulate yet");
 
   YamlField gpus_field = root.child("gpus");
   const int gpus = read_int(gpus_field);
@@ -208,6 +282,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   check_layout(parallel, s, gpus);
   read_batch(root, s);
   read_schedule(root.child("schedule"), parallel, s);
+  read_moe(root, parallel, s);
 
   YamlField precision = root.child("precision");
   s.precision = precision.as_string();

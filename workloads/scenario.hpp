@@ -15,9 +15,18 @@
 #include "workloads/layout.hpp"
 #include "workloads/memory_model.hpp"
 #include "workloads/model.hpp"
+#include "workloads/moe_routing.hpp"
 #include "workloads/schedule.hpp"
 
 namespace clustersim {
+
+/// How an MoE model's tokens are routed and moved, from the scenario's `moe:` block.
+struct MoeRunSpec {
+  RoutingModel routing = RoutingModel::uniform;
+  double hot_factor = 1;  // skewed / random: the hottest expert's load over the mean
+  std::uint64_t seed = 0;
+  bool deepep = false;    // node-limited DeepEP dispatch (network once per node, NVLink fan-out)
+};
 
 struct ScenarioSpec {
   std::string file;
@@ -28,6 +37,9 @@ struct ScenarioSpec {
   ModelSpec model;
   ParallelLayout layout;         // over the cluster's first layout.world() GPUs
   int virtual_stages = 1;        // v: model chunks per pipeline rank
+  int ep = 1;                    // expert parallelism, carved out of dp: experts split over ep ranks
+  std::vector<int> stage_layers; // layers per model stage, in order; even unless the scenario lists them
+  MoeRunSpec moe;
   bool sequence_parallel = false;
   bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP
   std::string schedule_name;
@@ -42,6 +54,11 @@ struct ScenarioSpec {
   /// Microbatches each pipeline runs per iteration (m).
   int microbatches() const { return global_batch / (microbatch * layout.dp); }
   ScheduleShape schedule_shape() const { return {layout.pp, microbatches(), virtual_stages, 0}; }
+  /// The first layer of model stage k.
+  int first_layer(int stage) const;
+  /// The routing of one MoE layer over the representative expert-parallel group, `tokens_per_rank`
+  /// tokens on each of its ranks.
+  MoeRoutingSpec moe_routing(std::int64_t tokens_per_rank) const;
 };
 
 /// Reads, overrides and validates a scenario. Each of these is a UserError at the field to change:

@@ -65,12 +65,16 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
                              gib(st.memory.weights), gib(st.memory.gradients), gib(st.memory.optimizer),
                              gib(st.memory.activations), gib(st.memory.recompute_workspace), gib(st.memory.total));
   std::cout << "\n# time per pipeline stage (s): exposed communication, bubble and idle add up to the iteration\n";
-  std::cout << fmt::format("# {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}\n", "stage", "compute", "recompute",
-                           "tp", "pp", "dp", "optimizer", "bubble", "idle");
+  // Expert columns only for MoE models, so dense reports read as before.
+  const bool moe = s.model.moe.has_value();
+  std::cout << fmt::format("# {:>5} {:>9} {:>9} {:>8}", "stage", "compute", "recompute", "tp")
+            << (moe ? fmt::format(" {:>8} {:>9}", "ep", "imbalance") : "")
+            << fmt::format(" {:>8} {:>8} {:>9} {:>8} {:>8}\n", "pp", "dp", "optimizer", "bubble", "idle");
   for (const StageReport& st : r.stages) {
     const RankBreakdown& b = st.time;
-    std::cout << fmt::format("  {:>5} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>9.3f} {:>8.3f} {:>8.3f}\n",
-                             st.pipeline_rank, b.compute_s, b.recompute_s, b.tp_s, b.pp_exposed_s, b.dp_exposed_s,
+    std::cout << fmt::format("  {:>5} {:>9.3f} {:>9.3f} {:>8.3f}", st.pipeline_rank, b.compute_s, b.recompute_s, b.tp_s)
+              << (moe ? fmt::format(" {:>8.3f} {:>9.3f}", b.ep_s, b.imbalance_s) : "")
+              << fmt::format(" {:>8.3f} {:>8.3f} {:>9.3f} {:>8.3f} {:>8.3f}\n", b.pp_exposed_s, b.dp_exposed_s,
                              b.optimizer_s, b.bubble_s, b.other_idle_s);
   }
 }
@@ -99,6 +103,8 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
                             {{"compute", b.compute_s},
                              {"recompute", b.recompute_s},
                              {"tp_exposed", b.tp_s},
+                             {"ep_exposed", b.ep_s},
+                             {"expert_imbalance", b.imbalance_s},
                              {"pp_exposed", b.pp_exposed_s},
                              {"dp_exposed", b.dp_exposed_s},
                              {"optimizer", b.optimizer_s},
@@ -112,7 +118,7 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
 std::string trace_json(const RunReport& r, const std::set<int>& keep) {
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   std::set<int> gpus;
-  const std::vector<std::string> streams{"compute", "pp", "dp"};
+  const std::vector<std::string> streams{"compute", "pp", "dp"};  // EP all-to-alls block compute: on its track
   for (const TraceEvent& e : r.iteration.events) {
     if (!keep.empty() && !keep.count(e.gpu)) continue;
     gpus.insert(e.gpu);

@@ -1,0 +1,150 @@
+// MoE layers in training iterations: expert FLOPs under uniform routing, expert-parallel all-to-all
+// and imbalance in the breakdown, DeepEP against the plain all-to-all, expert state sharded over the
+// expert replicas, and the scenario errors of expert parallelism.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+#include "workloads/compute_model.hpp"
+#include "workloads/memory_model.hpp"
+#include "workloads/model_math.hpp"
+#include "workloads/moe_routing.hpp"
+
+using namespace clustersim;
+using clustersim::test::run_cli;
+using clustersim::test::source_path;
+using clustersim::test::temp_file;
+
+namespace {
+
+const std::string kDeepSeek = source_path("scenarios/deepseek-v3-h800-2048.yaml");
+
+nlohmann::json run_json(const std::string& scenario, const std::string& extra = "") {
+  const std::string json = temp_file("", ".json");
+  const auto r = run_cli("run " + scenario + " --json " + json + extra);
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(json);
+  return nlohmann::json::parse(in);
+}
+
+/// A Mixtral scenario on the H800 cluster, tp 1, with the parallel block given.
+std::string mixtral_scenario(const std::string& parallel, int gpus) {
+  return temp_file("name: mixtral-test\ncluster: " + source_path("scenarios/clusters/h800-deepseek.yaml") +
+                   "\nmodel: " + source_path("scenarios/models/mixtral-8x7b.yaml") + "\ngpus: " + std::to_string(gpus) +
+                   "\nparallel: " + parallel + "\nschedule: 1f1b\nglobal_batch: 96\nmicrobatch: 1\nprecision: bf16\n"
+                   "recompute: full\n");
+}
+
+}  // namespace
+
+TEST_CASE("with uniform routing an moe layer computes tokens x top-k expert ffns spread evenly over ep") {
+  const ModelSpec m = load_model_spec(source_path("scenarios/models/deepseek-v3.yaml"));
+  for (int ep : {8, 64}) {
+    MoeRoutingSpec spec;
+    spec.tokens_per_rank = 4096;
+    spec.routed_experts = m.moe->routed_experts;
+    spec.top_k = m.moe->top_k;
+    spec.ep = ep;
+    const MoeLayerTraffic t = route_moe_layer(spec);
+    for (double load : t.rank_load) CHECK(load == Approx(4096.0 * 8));  // T k on every rank
+    const MoeLayerOps ops = moe_layer_forward_ops(m, 1, 1, false, AttentionKernel::flash, t.rank_load[0]);
+    double expert_flops = 0;
+    for (const ComputeOp& op : ops.experts) expert_flops += op.flops;
+    // tokens x top_k x one expert's FFN (3 h f_e multiply-adds, 2 FLOPs each), per EP rank.
+    CHECK(expert_flops == Approx(4096.0 * 8 * 2 * 3 * 7168.0 * 2048));
+    CHECK(expert_flops == Approx(4096.0 * 8 * expert_ffn_flops_per_token(m)));
+  }
+}
+
+TEST_CASE("zero-1 shards dense optimizer state over dp and expert state over the dp / ep replicas") {
+  const ModelSpec m = load_model_spec(source_path("scenarios/models/deepseek-v3.yaml"));
+  StageLoad load;
+  load.params_on_rank = 1e9;
+  load.expert_params_on_rank = 3e9;
+  load.data_parallel = 128;
+  load.expert_data_parallel = 2;  // dp 128 / ep 64
+  load.distributed_optimizer = true;
+  const StageMemory mem = stage_memory(m, {1, 1, false, Recompute::full}, load);
+  CHECK(mem.weights == Approx(2.0 * 4e9));
+  CHECK(mem.gradients == Approx(4.0 * 4e9));
+  CHECK(mem.optimizer == Approx(12.0 * (1e9 / 128 + 3e9 / 2)));
+}
+
+TEST_CASE("deepseek-v3 on 2048 h800s shows expert all-to-all time and imbalance only when routing is skewed") {
+  const nlohmann::json uniform = run_json(kDeepSeek);
+  const nlohmann::json skewed = run_json(kDeepSeek, " --set moe.routing=skewed --set moe.hot_factor=3");
+  const auto& mid_u = uniform["stages"][4]["time_s"];
+  const auto& mid_s = skewed["stages"][4]["time_s"];
+  CHECK(mid_u["ep_exposed"].get<double>() > 0);
+  CHECK(mid_u["expert_imbalance"].get<double>() == 0);
+  CHECK(mid_s["expert_imbalance"].get<double>() > 0);
+  CHECK(skewed["iteration_s"].get<double>() > uniform["iteration_s"].get<double>());
+  // The breakdown still adds up to the iteration.
+  double sum = 0;
+  for (const auto& [name, seconds] : mid_s.items()) sum += seconds.get<double>();
+  CHECK(sum == Approx(skewed["iteration_s"].get<double>()).epsilon(1e-6));
+}
+
+TEST_CASE("deepep dispatch exposes less all-to-all time than the plain all-to-all on deepseek-v3") {
+  const nlohmann::json deepep = run_json(kDeepSeek);
+  const nlohmann::json plain = run_json(kDeepSeek, " --set moe.dispatch=all_to_all");
+  CHECK(deepep["stages"][4]["time_s"]["ep_exposed"].get<double>() <
+        plain["stages"][4]["time_s"]["ep_exposed"].get<double>());
+  CHECK(deepep["iteration_s"].get<double>() < plain["iteration_s"].get<double>());
+}
+
+TEST_CASE("seeded random routing gives the same iteration every time and another seed another") {
+  const std::string args = "run " + kDeepSeek + " --set moe.routing=random --set moe.hot_factor=2";
+  const auto a = run_cli(args + " --set moe.seed=1"), b = run_cli(args + " --set moe.seed=1"),
+             c = run_cli(args + " --set moe.seed=2");
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.stdout_text == b.stdout_text);
+  CHECK(a.stdout_text != c.stdout_text);
+}
+
+TEST_CASE("ep not dividing the expert count is an error at parallel.ep") {
+  // 8 experts; dp 12 takes ep 3, which cannot split them.
+  const std::string file = mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 3}", 96);
+  const auto r = run_cli("run " + file);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(file + ":") && Catch::Contains(": parallel.ep: expected a divisor of the 8 routed experts"));
+}
+
+TEST_CASE("ep not dividing dp is an error at parallel.ep") {
+  const std::string file = mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 8}", 96);
+  const auto r = run_cli("run " + file);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.ep: expected ep to divide dp (12)"));
+}
+
+TEST_CASE("node-limited routing to more nodes than ep spans is an error at parallel.ep") {
+  // DeepSeek-V3 routes a token to at most 4 nodes; ep 8 with tp 1 is one node of 8 GPUs.
+  const auto r = run_cli("run " + kDeepSeek + " --set parallel.ep=8");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.ep: expected the 8 expert-parallel ranks to span at least the 4 nodes"));
+}
+
+TEST_CASE("expert parallelism on a dense model and a moe block for it are errors") {
+  const std::string dense = source_path("scenarios/gpt3-175b-h100-pp16.yaml");
+  const auto ep = run_cli("run " + dense + " --set parallel.ep=2");
+  CHECK(ep.exit_code == 2);
+  CHECK_THAT(ep.stderr_text, Catch::Contains(": parallel.ep: expected 1: gpt3-175b"));
+  const auto block = run_cli("run " + dense + " --set moe.routing=skewed");
+  CHECK(block.exit_code == 2);
+  CHECK_THAT(block.stderr_text, Catch::Contains(": moe: expected no moe block: gpt3-175b"));
+}
+
+TEST_CASE("a stage_layers list that does not add up to the layers is an error at it") {
+  const std::string file = mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 4, stage_layers: [4, 4, 4, 4, 4, 4, 4, 3]}", 96);
+  const auto r = run_cli("run " + file);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.stage_layers: expected 8 layer counts") &&
+                                Catch::Contains("adding up to the 32 layers of mixtral-8x7b; got 8 adding up to 31"));
+  // Memory is not the point here (32K-token sequences): --allow-oom.
+  CHECK(run_cli("run " + mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 4, stage_layers: [3, 4, 4, 4, 4, 4, 4, 5]}", 96) +
+                " --allow-oom")
+            .exit_code == 0);
+}

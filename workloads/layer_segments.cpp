@@ -1,0 +1,194 @@
+// Layers as compute-stream segments: Megatron's TP collectives between the ops, and for MoE layers
+// the expert-parallel all-to-alls around the routed experts.
+#include "workloads/layer_segments.hpp"
+
+#include <algorithm>
+
+namespace clustersim {
+
+namespace {
+
+/// Accumulates ops into compute steps, cutting a step wherever a TP collective goes.
+class SegmentWriter {
+ public:
+  SegmentWriter(const ScenarioSpec& s, const KernelTable* kernels, std::vector<Segment>& out, SegmentKind kind)
+      : s_(s), kernels_(kernels), out_(out), kind_(kind) {}
+
+  void op(const ComputeOp& op) { pending_s_ += op_time(s_.gpu, s_.precision, op, kernels_); }
+  void collective(Op tp_op, const std::string& label, Bytes bytes) {
+    flush();
+    if (s_.layout.tp < 2) return;
+    Segment seg;
+    seg.kind = SegmentKind::tp_comm;
+    seg.label = label;
+    seg.tp_op = tp_op;
+    seg.tp_bytes = bytes;
+    out_.push_back(seg);
+  }
+  void flush(const std::string& label = "compute") {
+    if (pending_s_ <= 0) return;
+    out_.push_back({kind_, label, pending_s_, Op::all_reduce, 0});
+    pending_s_ = 0;
+  }
+
+ private:
+  const ScenarioSpec& s_;
+  const KernelTable* kernels_;
+  std::vector<Segment>& out_;
+  SegmentKind kind_;
+  Seconds pending_s_ = 0;
+};
+
+/// One layer's forward, with Megatron's TP collectives between its ops.
+void forward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& ops, Bytes tp_bytes, SegmentWriter& w) {
+  const bool sp = s.sequence_parallel;
+  bool ffn_started = false;
+  for (const ComputeOp& op : ops) {
+    if (sp && (op.name == "qkv" || op.name == "q_down")) w.collective(Op::all_gather, "attention all-gather", tp_bytes);
+    if (sp && !ffn_started && (op.name == "ffn_gate" || op.name == "ffn_up" || op.name == "router")) {
+      w.collective(Op::all_gather, "mlp all-gather", tp_bytes);
+      ffn_started = true;
+    }
+    w.op(op);
+    if (op.name == "attn_out") w.collective(sp ? Op::reduce_scatter : Op::all_reduce, "attention output " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
+    if (op.name == "ffn_down") w.collective(sp ? Op::reduce_scatter : Op::all_reduce, "mlp output " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
+  }
+  w.flush("layer forward");
+}
+
+/// One layer's input-gradient ops, with the mirrored collectives; weight gradients go to `weight`.
+void backward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& bwd, Bytes tp_bytes, SegmentWriter& input,
+                    SegmentWriter& weight) {
+  const bool sp = s.sequence_parallel;
+  bool ffn_in_done = false;
+  for (const ComputeOp& op : bwd) {
+    if (op.pass == OpPass::backward_weight) {
+      weight.op(op);
+      continue;
+    }
+    if (sp && op.name == "ffn_down.dgrad") input.collective(Op::all_gather, "mlp grad all-gather", tp_bytes);
+    if (sp && op.name == "attn_out.dgrad") input.collective(Op::all_gather, "attention grad all-gather", tp_bytes);
+    input.op(op);
+    const bool ffn_in = op.name == "ffn_up.dgrad" || op.name == "ffn_gate.dgrad" || op.name == "router.dgrad";
+    // The FFN's input gradient is complete after its last input GEMM's dgrad (gate, else up; in an
+    // MoE layer the router, the first GEMM on the FFN's input).
+    const bool last_ffn_in =
+        ffn_in && (op.name == "ffn_gate.dgrad" || op.name == "router.dgrad" || s.model.ffn == FfnType::gelu);
+    if (last_ffn_in && !ffn_in_done) {
+      input.collective(sp ? Op::reduce_scatter : Op::all_reduce, "mlp input-grad " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
+      ffn_in_done = true;
+    }
+    if (op.name == "qkv.dgrad" || op.name == "q_down.dgrad")
+      input.collective(sp ? Op::reduce_scatter : Op::all_reduce, "attention input-grad " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
+  }
+  input.flush("layer backward");
+  weight.flush("layer weight grad");
+}
+
+/// The weights of `ops`' GEMMs (k x n each) on one GPU; a GEMM of two activations has none.
+double gemm_params(const std::vector<ComputeOp>& ops) {
+  double params = 0;
+  for (const ComputeOp& op : ops)
+    if (op.kind == ComputeKind::gemm && !op.weightless) params += double(op.shape.k) * double(op.shape.n);
+  return params;
+}
+
+Bytes tp_bytes_of(const ScenarioSpec& s) {
+  return static_cast<Bytes>(s.microbatch) * static_cast<Bytes>(s.model.seq_len) * static_cast<Bytes>(s.model.hidden) * 2;
+}
+
+/// Recompute: full repeats the layer's forward segments; selective its attention core.
+void add_recompute(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<Segment>& forward,
+                   const std::vector<ComputeOp>& fwd_ops, LayerSegments& out) {
+  if (s.recompute == Recompute::full) {
+    out.recompute = forward;
+  } else if (s.recompute == Recompute::selective) {
+    SegmentWriter r(s, kernels, out.recompute, SegmentKind::compute);
+    for (const ComputeOp& op : fwd_ops)
+      if (op.attention_core) r.op(op);
+    r.flush("attention recompute");
+  }
+  for (Segment& seg : out.recompute)
+    if (seg.kind == SegmentKind::compute) seg.kind = SegmentKind::recompute;
+}
+
+Segment ep_segment(const std::string& label, int traffic) {
+  Segment seg;
+  seg.kind = SegmentKind::ep_comm;
+  seg.label = label;
+  seg.ep_traffic = traffic;
+  return seg;
+}
+
+Seconds ops_time(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<ComputeOp>& ops) {
+  Seconds t = 0;
+  for (const ComputeOp& op : ops) t += op_time(s.gpu, s.precision, op, kernels);
+  return t;
+}
+
+}  // namespace
+
+LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels) {
+  const std::vector<ComputeOp> fwd_ops =
+      layer_forward_ops(s.model, s.microbatch, s.layout.tp, s.sequence_parallel, s.attention);
+  LayerSegments out;
+  const Bytes tp_bytes = tp_bytes_of(s);
+  SegmentWriter f(s, kernels, out.forward, SegmentKind::compute);
+  forward_layer(s, fwd_ops, tp_bytes, f);
+  SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute),
+      bw(s, kernels, out.backward_weight, SegmentKind::compute);
+  backward_layer(s, backward_ops(fwd_ops), tp_bytes, bi, bw);
+  add_recompute(s, kernels, out.forward, fwd_ops, out);
+  out.params_on_gpu = gemm_params(fwd_ops);
+  return out;
+}
+
+LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const MoeTrafficIds& traffic,
+                                 ExpertRows rows) {
+  const int t = s.layout.tp;
+  const bool sp = s.sequence_parallel;
+  const MoeLayerOps own = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, rows.own);
+  const MoeLayerOps busiest = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, rows.busiest);
+  const Bytes tp_bytes = tp_bytes_of(s);
+  const Op reduce = sp ? Op::reduce_scatter : Op::all_reduce;
+  const std::string reduce_name = sp ? "reduce-scatter" : "all-reduce";
+  LayerSegments out;
+
+  // Forward: attention (its own TP collectives), norm, router and shared experts; dispatch; the
+  // routed experts; waiting for the busiest rank; combine; the FFN output's TP reduction; residual.
+  SegmentWriter f(s, kernels, out.forward, SegmentKind::compute);
+  forward_layer(s, own.before_dispatch, tp_bytes, f);
+  out.forward.push_back(ep_segment("moe dispatch", traffic.dispatch));
+  for (const ComputeOp& op : own.experts) f.op(op);
+  f.flush("routed experts");
+  const Seconds wait_fwd = ops_time(s, kernels, busiest.experts) - ops_time(s, kernels, own.experts);
+  if (wait_fwd > 0) out.forward.push_back({SegmentKind::imbalance, "expert imbalance", wait_fwd, Op::all_reduce, 0});
+  out.forward.push_back(ep_segment("moe combine", traffic.combine));
+  f.collective(reduce, "moe output " + reduce_name, tp_bytes);
+  for (const ComputeOp& op : own.after_combine) f.op(op);
+  f.flush("layer forward");
+
+  // Backward mirrors it: the combine's gradient goes out like a dispatch, the experts' input and
+  // weight gradients, the wait, the dispatch's gradient comes back like a combine.
+  SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute),
+      bw(s, kernels, out.backward_weight, SegmentKind::compute);
+  for (const ComputeOp& op : backward_ops(own.after_combine)) bi.op(op);
+  if (sp) bi.collective(Op::all_gather, "moe grad all-gather", tp_bytes);
+  out.backward_input.push_back(ep_segment("moe combine grad", traffic.dispatch_shaped_grad));
+  for (const ComputeOp& op : backward_ops(own.experts)) (op.pass == OpPass::backward_weight ? bw : bi).op(op);
+  bi.flush("routed experts backward");
+  const Seconds wait_bwd = ops_time(s, kernels, backward_ops(busiest.experts)) - ops_time(s, kernels, backward_ops(own.experts));
+  if (wait_bwd > 0)
+    out.backward_input.push_back({SegmentKind::imbalance, "expert imbalance", wait_bwd, Op::all_reduce, 0});
+  out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine_shaped_grad));
+  backward_layer(s, backward_ops(own.before_dispatch), tp_bytes, bi, bw);
+  add_recompute(s, kernels, out.forward, own.before_dispatch, out);
+
+  out.params_on_gpu = gemm_params(own.before_dispatch);
+  // The experts' GEMMs above are one expert's matrices; this GPU holds routed_experts / ep of them.
+  std::vector<ComputeOp> one_expert = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, 1).experts;
+  out.expert_params_on_gpu = gemm_params(one_expert) * (s.model.moe->routed_experts / s.ep);
+  return out;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,34 @@
+#pragma once
+// One transformer layer as steps of a GPU's compute stream: compute runs between the blocking
+// collectives Megatron places in it (TP, and for an MoE layer the expert-parallel dispatch and
+// combine). plan_iteration stacks these into pipeline stages.
+#include <vector>
+
+#include "workloads/compute_model.hpp"
+#include "workloads/iteration_plan.hpp"
+#include "workloads/scenario.hpp"
+
+namespace clustersim {
+
+struct LayerSegments {
+  std::vector<Segment> forward, backward_input, backward_weight, recompute;
+  double params_on_gpu = 0;         // weights that data parallelism reduces (attention, dense FFN, router, shared)
+  double expert_params_on_gpu = 0;  // routed experts on this GPU, reduced over expert data parallelism
+};
+
+LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels);
+
+/// The all-to-alls of an MoE layer, as indices into IterationPlan::ep_traffic: forward dispatch and
+/// combine; in backward the combine's gradient travels like a dispatch and the dispatch's like a combine.
+struct MoeTrafficIds {
+  int dispatch = -1, combine = -1, dispatch_shaped_grad = -1, combine_shaped_grad = -1;
+};
+/// Token-expert pairs per GPU: what the representative GPU computes (the group's mean) and what
+/// the busiest GPU of its expert-parallel group computes, whom every all-to-all waits for.
+struct ExpertRows {
+  double own = 0, busiest = 0;
+};
+LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const MoeTrafficIds& traffic,
+                                 ExpertRows rows);
+
+}  // namespace clustersim
