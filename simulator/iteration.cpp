@@ -25,7 +25,9 @@ Flow delay(int gpu, Seconds duration_s) {
 bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == PassKind::backward_input; }
 
 /// Steps that wait on other GPUs rather than compute: what an F&B unit can hide.
-bool is_wait(SegmentKind k) { return k == SegmentKind::tp_comm || k == SegmentKind::ep_comm || k == SegmentKind::imbalance; }
+bool is_wait(SegmentKind k) {
+  return k == SegmentKind::tp_comm || k == SegmentKind::ep_comm || k == SegmentKind::imbalance || k == SegmentKind::cp_comm;
+}
 
 /// Where a pass is in the flow graph, and what it waited for.
 struct PassTasks {
@@ -58,29 +60,38 @@ class IterationBuilder {
  private:
   using PassKey = std::tuple<int, bool, int>;  // (model stage, forward?, microbatch)
 
-  Seconds tp_time(int rank, const Segment& s) {
-    if (plan_.free_communication || s.tp_bytes == 0 || plan_.tp_group[rank].size() < 2) return 0;
-    auto key = std::make_tuple(rank, s.tp_op, s.tp_bytes);
+  Seconds tp_time(int rank, const Segment& s) { return collective_time(rank, s, plan_.tp_group[rank]); }
+
+  /// A context-parallel step: a ring-attention exchange shows what its compute does not hide, each
+  /// of its steps; all-gather CP is a blocking collective over the group.
+  Seconds cp_time(int rank, const Segment& s) {
+    if (s.traffic < 0) return collective_time(rank, s, plan_.cp_group[rank]);
+    return s.repeat * std::max(0.0, traffic_time(s.traffic) - s.hidden_s);
+  }
+
+  Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group) {
+    if (plan_.free_communication || s.tp_bytes == 0 || group.size() < 2) return 0;
+    auto key = std::make_tuple(rank, s.kind, s.tp_op, s.tp_bytes);
     auto it = tp_cache_.find(key);
     if (it != tp_cache_.end()) return it->second;
-    // TP groups are congruent, but ranks differ only in which node they sit on: cache per rank.
+    // Groups of one kind are congruent, but ranks differ in which nodes they sit on: cache per rank.
     SweepSpec auto_pick;
     auto_pick.op = s.tp_op;
-    auto_pick.ranks = plan_.tp_group[rank];
+    auto_pick.ranks = group;
     const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
-    const CollectiveRequest req{s.tp_op, plan_.tp_group[rank], s.tp_bytes, plan_.channels, Protocol{}, 0};
+    const CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
     const Seconds t = best_collective(engine_, router_, algorithms, nccl_protocols(), req).time_s;
     tp_cache_.emplace(key, t);
     return t;
   }
 
-  /// An MoE all-to-all over the expert-parallel group, alone on the fabric, cached per traffic. Plain
+  /// An MoE all-to-all or a ring step, alone on the fabric, cached per traffic. Plain
   /// all-to-alls go through NCCL (Simple protocol); DeepEP's kernels are not NCCL's, so they pay only
   /// the links' latency.
-  Seconds ep_time(int traffic) {
+  Seconds traffic_time(int traffic) {
     if (plan_.free_communication) return 0;
     if (auto it = ep_cache_.find(traffic); it != ep_cache_.end()) return it->second;
-    const EpTraffic& t = plan_.ep_traffic.at(static_cast<std::size_t>(traffic));
+    const GroupTraffic& t = plan_.traffic.at(static_cast<std::size_t>(traffic));
     const FlowGraph graph =
         t.deepep ? lower_node_limited_all_to_all(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes,
                                                  ideal_protocol())
@@ -117,7 +128,8 @@ class IterationBuilder {
     for (const auto* segments : lists)
       for (const Segment& s : *segments) {
         const Seconds d = s.kind == SegmentKind::tp_comm   ? tp_time(rank, s)
-                          : s.kind == SegmentKind::ep_comm ? ep_time(s.ep_traffic)
+                          : s.kind == SegmentKind::ep_comm ? traffic_time(s.traffic)
+                          : s.kind == SegmentKind::cp_comm ? cp_time(rank, s)
                                                            : s.duration_s;
         shape.parts.push_back({s.kind, s.label, d});
         shape.duration_s += d;
@@ -330,6 +342,7 @@ class IterationBuilder {
       case SegmentKind::tp_comm: return b.tp_s;
       case SegmentKind::ep_comm: return b.ep_s;
       case SegmentKind::imbalance: return b.imbalance_s;
+      case SegmentKind::cp_comm: return b.cp_s;
       case SegmentKind::recompute: return b.recompute_s;
       case SegmentKind::compute: break;
     }
@@ -417,7 +430,7 @@ class IterationBuilder {
   std::map<std::pair<int, int>, FlowId> last_of_chunk_;  // (rank, chunk) -> last step of its last pass
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
   std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
-  std::map<std::tuple<int, Op, Bytes>, Seconds> tp_cache_;
+  std::map<std::tuple<int, SegmentKind, Op, Bytes>, Seconds> tp_cache_;
   std::map<int, Seconds> ep_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
   std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;

@@ -19,6 +19,7 @@ struct RankBreakdown {
   Seconds tp_s = 0;           // blocking TP collectives: all exposed
   Seconds ep_s = 0;           // MoE dispatch and combine all-to-alls: blocking, all exposed
   Seconds imbalance_s = 0;    // waiting at an all-to-all for the GPU whose experts got the most tokens
+  Seconds cp_s = 0;           // context-parallel K/V exchange not hidden under attention compute
   Seconds pp_exposed_s = 0;   // waiting for a pipeline transfer after its producer finished
   Seconds dp_exposed_s = 0;   // waiting for gradient collectives (and the parameter all-gather)
   Seconds optimizer_s = 0;

@@ -19,6 +19,9 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
   const int p = plan.shape.stages;
   std::vector<StageMemory> out;
   const int v = plan.shape.chunks, stages = static_cast<int>(plan.stages.size());
+  // Context parallelism: each rank keeps the activations of 1/cp of every sequence.
+  ModelSpec local = s.model;
+  local.seq_len = s.model.seq_len / s.layout.cp;
   for (int r = 0; r < p; ++r) {
     double params = 0, expert_params = 0;
     int layers = 0, moe_layers = 0;
@@ -48,7 +51,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     load.last_stage = last;
     load.data_parallel = s.layout.dp;
     load.distributed_optimizer = s.distributed_optimizer;
-    out.push_back(stage_memory(s.model, {s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute}, load));
+    out.push_back(stage_memory(local, {s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute}, load));
   }
   return out;
 }

@@ -22,7 +22,7 @@ TEST_CASE("every order maps ranks to coordinates one to one") {
   for (const char* text : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "pp-dp-tp"}) {
     ParallelLayout l{4, 3, 2};
     const auto dims = parse_order(text);
-    REQUIRE(dims.size() == 3);
+    REQUIRE(dims.size() == 4);  // cp is placed right after tp
     std::copy(dims.begin(), dims.end(), l.order.begin());
     std::set<int> seen;
     for (int r = 0; r < l.world(); ++r) {
@@ -32,6 +32,15 @@ TEST_CASE("every order maps ranks to coordinates one to one") {
     }
     CHECK(static_cast<int>(seen.size()) == l.world());
   }
+}
+
+TEST_CASE("context parallel ranks sit between tp and dp in megatron's order") {
+  ParallelLayout l{8, 2, 2, 4};  // tp 8, pp 2, dp 2, cp 4: 128 GPUs
+  REQUIRE(parse_order("tp-dp-pp") == std::vector<Dim>{Dim::tp, Dim::cp, Dim::dp, Dim::pp});
+  CHECK(l.world() == 128);
+  CHECK(l.group(0, Dim::cp) == std::vector<int>{0, 8, 16, 24});
+  CHECK(l.group(0, Dim::dp) == std::vector<int>{0, 32});
+  CHECK(l.group(0, Dim::pp) == std::vector<int>{0, 64});
 }
 
 TEST_CASE("an order that is not a permutation of tp dp and pp is rejected") {

@@ -107,7 +107,7 @@ TEST_CASE("The GPT-3 175B scenario resolves to Korthikanti's layout scaled to 10
   CHECK(s.layout.tp == 8);
   CHECK(s.layout.pp == 8);
   CHECK(s.layout.dp == 16);
-  CHECK(s.layout.order == std::array{clustersim::Dim::tp, clustersim::Dim::dp, clustersim::Dim::pp});
+  CHECK(s.layout.order == std::array{clustersim::Dim::tp, clustersim::Dim::cp, clustersim::Dim::dp, clustersim::Dim::pp});
   CHECK(s.virtual_stages == 3);
   CHECK_FALSE(s.sequence_parallel);
   CHECK_FALSE(s.distributed_optimizer);
@@ -172,8 +172,8 @@ TEST_CASE("Overrides of top-level fields change the batch and the model") {
 }
 
 TEST_CASE("An override of a field the schema lacks names --set and the path") {
-  require_error([] { shipped(kGpt, {"parallel.cp=2"}); }, "command line", 0, "--set",
-                "unknown scenario field 'parallel.cp'");
+  require_error([] { shipped(kGpt, {"parallel.warp_drive=2"}); }, "command line", 0, "--set",
+                "unknown scenario field 'parallel.warp_drive'");
   require_error([] { shipped(kGpt, {"parallel=4"}); }, "command line", 0, "--set", "unknown scenario field 'parallel'");
   require_error([] { shipped(kGpt, {"parallel.tp"}); }, "command line", 0, "--set", "expected FIELD=VALUE");
   require_error([] { shipped(kGpt, {"parallel.tp=[4, 8]"}); }, "command line", 0, "--set", "expected one value");
@@ -267,7 +267,7 @@ TEST_CASE("A precision the GPU cannot run is an error at precision") {
 TEST_CASE("Unknown keys are errors at their own field path") {
   expect_scenario_error(kGpt, {{"microbatch: 1", "microbatch: 1\nflash_attention: true"}}, "flash_attention:",
                         "flash_attention", "unknown key");
-  expect_scenario_error(kGpt, {{"order: tp-dp-pp", "order: tp-dp-pp\n  cp: 2"}}, "cp: 2", "parallel.cp",
+  expect_scenario_error(kGpt, {{"order: tp-dp-pp", "order: tp-dp-pp\n  warp_drive: 2"}}, "warp_drive: 2", "parallel.warp_drive",
                         "unknown key");
 }
 

@@ -239,16 +239,16 @@ namespace {
 /// The attention core on one GPU: q_heads query heads of width qk_dim, values of width v_dim, over
 /// every token against its sequence (FLOPs for the full square, as model_math counts them).
 std::vector<ComputeOp> attention_core_ops(const ModelSpec& m, int microbatch, long q_heads, long kv_heads, long qk_dim,
-                                          long v_dim, AttentionKernel kernel) {
+                                          long v_dim, AttentionKernel kernel, long kv_len) {
   const long tokens = long(microbatch) * m.seq_len;
   const long pairs = long(microbatch) * q_heads;
   std::vector<ComputeOp> core;
   if (kernel == AttentionKernel::unfused) {
     // Unfused: one (sequence, head) pair per batch entry; GEMMs fold the batch into m.
-    core.push_back(gemm("attn_scores", pairs * m.seq_len, m.seq_len, qk_dim));
-    core.push_back(elementwise("softmax", pairs * m.seq_len, m.seq_len, 4));
-    core.push_back(elementwise("attn_dropout", pairs * m.seq_len, m.seq_len, 5));
-    core.push_back(gemm("attn_context", pairs * m.seq_len, v_dim, m.seq_len));
+    core.push_back(gemm("attn_scores", pairs * m.seq_len, kv_len, qk_dim));
+    core.push_back(elementwise("softmax", pairs * m.seq_len, kv_len, 4));
+    core.push_back(elementwise("attn_dropout", pairs * m.seq_len, kv_len, 5));
+    core.push_back(gemm("attn_context", pairs * m.seq_len, v_dim, kv_len));
     for (ComputeOp& op : core) {
       op.attention_core = true;
       op.weightless = op.kind == ComputeKind::gemm;
@@ -259,8 +259,8 @@ std::vector<ComputeOp> attention_core_ops(const ModelSpec& m, int microbatch, lo
   attention.name = "attention";
   attention.kind = ComputeKind::attention;
   attention.causal = true;  // every model here is a decoder
-  attention.shape = {pairs, m.seq_len, qk_dim};
-  attention.flops = 2.0 * double(tokens) * m.seq_len * double(qk_dim + v_dim) * q_heads;
+  attention.shape = {pairs, kv_len, qk_dim};
+  attention.flops = 2.0 * double(tokens) * double(kv_len) * double(qk_dim + v_dim) * q_heads;
   const double q_elems = double(tokens) * q_heads * qk_dim, k_elems = double(tokens) * kv_heads * qk_dim,
                v_elems = double(tokens) * kv_heads * v_dim, o_elems = double(tokens) * q_heads * v_dim;
   attention.hbm_bytes = Bytes(kActivationBytes * (q_elems + k_elems + v_elems + o_elems) + 4.0 * tokens * q_heads);
@@ -271,7 +271,7 @@ std::vector<ComputeOp> attention_core_ops(const ModelSpec& m, int microbatch, lo
 
 /// Norm, projections and core of the attention block, up to its output projection.
 std::vector<ComputeOp> attention_ops(const ModelSpec& m, int microbatch, int t, bool sequence_parallel,
-                                     AttentionKernel kernel) {
+                                     AttentionKernel kernel, long kv_len) {
   const long h = m.hidden, tokens = long(microbatch) * m.seq_len;
   const long sp_tokens = sequence_parallel ? divide(tokens, t) : tokens;
   const long q_heads = divide(m.heads, t);
@@ -291,13 +291,13 @@ std::vector<ComputeOp> attention_ops(const ModelSpec& m, int microbatch, int t, 
     ops.push_back(elementwise("kv_norm", down_tokens, a.kv_lora_rank, 4));
     ops.push_back(gemm("kv_up", tokens, q_heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank));
     ops.push_back(elementwise("rope", tokens, (q_heads + 1) * a.qk_rope_head_dim, 4));
-    core = attention_core_ops(m, microbatch, q_heads, q_heads, a.qk_head_dim(), a.v_head_dim, kernel);
+    core = attention_core_ops(m, microbatch, q_heads, q_heads, a.qk_head_dim(), a.v_head_dim, kernel, kv_len);
   } else {
     const long hd = m.head_dim();
     const long kv_heads = m.kv_heads >= t ? divide(m.kv_heads, t) : 1;  // replicas when tp > kv_heads
     ops.push_back(gemm("qkv", tokens, hd * (q_heads + 2 * kv_heads), h));
     if (m.ffn != FfnType::gelu) ops.push_back(elementwise("rope", tokens, hd * (q_heads + kv_heads), 4));
-    core = attention_core_ops(m, microbatch, q_heads, kv_heads, hd, hd, kernel);
+    core = attention_core_ops(m, microbatch, q_heads, kv_heads, hd, hd, kernel, kv_len);
   }
   ops.insert(ops.end(), core.begin(), core.end());
   const long v_width = m.mla ? q_heads * m.mla->v_head_dim : q_heads * m.head_dim();
@@ -323,13 +323,22 @@ std::string residual_name(const ModelSpec& m, int which) {
 
 }  // namespace
 
-std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel,
-                                         AttentionKernel kernel) {
+/// The model as one context-parallel rank sees it: 1/cp of each sequence's tokens.
+static ModelSpec local_shape(const ModelSpec& full, int context_parallel) {
+  assert(context_parallel > 0 && full.seq_len % context_parallel == 0 && "cp divides the sequence");
+  ModelSpec m = full;
+  m.seq_len = full.seq_len / context_parallel;
+  return m;
+}
+
+std::vector<ComputeOp> layer_forward_ops(const ModelSpec& full, int microbatch, int tensor_parallel, bool sequence_parallel,
+                                         AttentionKernel kernel, int context_parallel) {
   assert(microbatch > 0 && tensor_parallel > 0 && "microbatch and tensor parallel size are positive");
+  const ModelSpec m = local_shape(full, context_parallel);
   const long t = tensor_parallel, h = m.hidden, tokens = long(microbatch) * m.seq_len;
   const long sp_tokens = sequence_parallel ? divide(tokens, t) : tokens;  // norms, dropouts, residuals
   const bool gpt = m.ffn == FfnType::gelu;
-  std::vector<ComputeOp> ops = attention_ops(m, microbatch, tensor_parallel, sequence_parallel, kernel);
+  std::vector<ComputeOp> ops = attention_ops(m, microbatch, tensor_parallel, sequence_parallel, kernel, full.seq_len);
   ops.push_back(elementwise(residual_name(m, 1), sp_tokens, h, gpt ? 7 : 6));
   ops.push_back(elementwise("norm2", sp_tokens, h, 4));
   ffn_gemms(m, "ffn", tokens, divide(m.ffn_hidden, t), ops);
@@ -337,15 +346,16 @@ std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int
   return ops;
 }
 
-MoeLayerOps moe_layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel,
-                                  AttentionKernel kernel, double expert_rows) {
-  assert(m.moe && "an MoE layer needs the model's moe block");
+MoeLayerOps moe_layer_forward_ops(const ModelSpec& full, int microbatch, int tensor_parallel, bool sequence_parallel,
+                                  AttentionKernel kernel, double expert_rows, int context_parallel) {
+  assert(full.moe && "an MoE layer needs the model's moe block");
+  const ModelSpec m = local_shape(full, context_parallel);
   const long t = tensor_parallel, h = m.hidden, tokens = long(microbatch) * m.seq_len;
   const long sp_tokens = sequence_parallel ? divide(tokens, t) : tokens;
   const bool gpt = m.ffn == FfnType::gelu;
   const MoeSpec& moe = *m.moe;
   MoeLayerOps out;
-  out.before_dispatch = attention_ops(m, microbatch, tensor_parallel, sequence_parallel, kernel);
+  out.before_dispatch = attention_ops(m, microbatch, tensor_parallel, sequence_parallel, kernel, full.seq_len);
   out.before_dispatch.push_back(elementwise(residual_name(m, 1), sp_tokens, h, gpt ? 7 : 6));
   out.before_dispatch.push_back(elementwise("norm2", sp_tokens, h, 4));
   out.before_dispatch.push_back(gemm("router", tokens, moe.routed_experts, h));
@@ -363,6 +373,7 @@ std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward) {
       const auto [m, n, k] = std::tuple(f.shape.m, f.shape.n, f.shape.k);
       out.push_back(gemm(f.name + ".dgrad", m, k, n, OpPass::backward_input));
       out.push_back(gemm(f.name + ".wgrad", k, n, m, f.weightless ? OpPass::backward_input : OpPass::backward_weight));
+      out[out.size() - 2].attention_core = out.back().attention_core = f.attention_core;
       continue;
     }
     ComputeOp b = f;

@@ -107,8 +107,11 @@ Seconds op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& 
 ///   write the sum and a 1-byte mask, 7 per element; Llama-family residual add (no dropout) 6.
 /// Unfused attention: QK^T and scores x V as batched GEMMs (same FLOPs as the flash kernel's full
 /// square), the softmax at 4 bytes and the dropout at 5 bytes per score.
+/// Context parallelism (cp > 1): every op sees 1/cp of each sequence's tokens, and the attention
+/// core runs them against the whole sequence (balanced causal sharding gives each rank 1/cp of it).
 std::vector<ComputeOp> layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel,
-                                         bool sequence_parallel, AttentionKernel kernel = AttentionKernel::flash);
+                                         bool sequence_parallel, AttentionKernel kernel = AttentionKernel::flash,
+                                         int context_parallel = 1);
 
 /// An MoE layer's forward ops on one GPU, in three runs around its dispatch and combine
 /// all-to-alls: the attention block, the pre-FFN norm, the router (hidden x routed experts) and the
@@ -120,7 +123,7 @@ struct MoeLayerOps {
   std::vector<ComputeOp> before_dispatch, experts, after_combine;
 };
 MoeLayerOps moe_layer_forward_ops(const ModelSpec& m, int microbatch, int tensor_parallel, bool sequence_parallel,
-                                  AttentionKernel kernel, double expert_rows);
+                                  AttentionKernel kernel, double expert_rows, int context_parallel = 1);
 
 /// The backward of `forward`, in reverse order. Each GEMM becomes two of its FLOPs: the input
 /// gradient ("<name>.dgrad", m x k from m x n and n x k) and the weight gradient ("<name>.wgrad",

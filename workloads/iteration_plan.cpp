@@ -9,6 +9,7 @@ const char* to_string(SegmentKind kind) {
     case SegmentKind::tp_comm: return "tp";
     case SegmentKind::ep_comm: return "ep";
     case SegmentKind::imbalance: return "imbalance";
+    case SegmentKind::cp_comm: return "cp";
   }
   return "?";
 }

@@ -16,9 +16,9 @@
 namespace clustersim {
 
 /// What a step of the compute stream is: work, repeated work, a blocking TP collective, a blocking
-/// expert-parallel all-to-all (MoE dispatch or combine), or waiting at an all-to-all for the rank
-/// whose experts got the most tokens (expert load imbalance).
-enum class SegmentKind { compute, recompute, tp_comm, ep_comm, imbalance };
+/// expert-parallel all-to-all (MoE dispatch or combine), waiting at an all-to-all for the rank whose
+/// experts got the most tokens (expert load imbalance), or context-parallel K/V exchange.
+enum class SegmentKind { compute, recompute, tp_comm, ep_comm, imbalance, cp_comm };
 const char* to_string(SegmentKind kind);
 
 /// One step on a GPU's compute stream. Compute has a duration; a TP collective is blocking (Megatron
@@ -29,13 +29,18 @@ struct Segment {
   Seconds duration_s = 0;  // compute and recompute
   Op tp_op = Op::all_reduce;
   Bytes tp_bytes = 0;      // tp_comm: nccl-tests size of the collective
-  int ep_traffic = -1;     // ep_comm: index into IterationPlan::ep_traffic
+  int traffic = -1;        // ep_comm, cp_comm ring: index into IterationPlan::traffic
+  /// cp_comm: a ring-attention step repeated `repeat` times, each hidden under `hidden_s` of the
+  /// attention compute that runs meanwhile; without traffic, a collective (tp_op, tp_bytes) over
+  /// the context-parallel group.
+  int repeat = 1;
+  Seconds hidden_s = 0;
 };
 
 /// One MoE all-to-all over the representative expert-parallel group. Plain: bytes[i][j] from
 /// gpus[i] to gpus[j]. DeepEP: network_bytes[i][node] crosses the fabric once per node and
 /// nvlink_bytes[i][j] fans out inside it (collectives/point_to_point.hpp).
-struct EpTraffic {
+struct GroupTraffic {
   std::string label;  // "dispatch", "combine", ...
   std::vector<int> gpus;
   bool deepep = false;
@@ -60,7 +65,8 @@ struct IterationPlan {
   std::vector<std::vector<int>> tp_group; // pipeline rank -> GPUs of its TP group
   std::vector<std::vector<int>> dp_group; // pipeline rank -> GPUs of its DP group (the TP rank 0 one)
   std::vector<std::vector<int>> expert_dp_group;  // pipeline rank -> replicas of its experts (dp / ep)
-  std::vector<EpTraffic> ep_traffic;      // the MoE all-to-alls segments refer to
+  std::vector<std::vector<int>> cp_group; // pipeline rank -> GPUs sharing its sequences (context parallel)
+  std::vector<GroupTraffic> traffic;      // the all-to-alls and ring steps segments refer to
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
   Seconds optimizer_s = 0;                // optimizer step on one GPU of a pipeline rank
   /// Tied input embedding and output layer on different pipeline ranks: their gradients are summed

@@ -8,13 +8,42 @@ namespace clustersim {
 
 namespace {
 
-/// Accumulates ops into compute steps, cutting a step wherever a TP collective goes.
+/// Accumulates ops into compute steps, cutting a step wherever a collective goes.
 class SegmentWriter {
  public:
-  SegmentWriter(const ScenarioSpec& s, const KernelTable* kernels, std::vector<Segment>& out, SegmentKind kind)
-      : s_(s), kernels_(kernels), out_(out), kind_(kind) {}
+  SegmentWriter(const ScenarioSpec& s, const KernelTable* kernels, std::vector<Segment>& out, SegmentKind kind,
+                const ContextParallelPlan& cp = {})
+      : s_(s), kernels_(kernels), out_(out), kind_(kind), cp_(cp) {}
 
-  void op(const ComputeOp& op) { pending_s_ += op_time(s_.gpu, s_.precision, op, kernels_); }
+  void op(const ComputeOp& op) {
+    const Seconds t = op_time(s_.gpu, s_.precision, op, kernels_);
+    pending_s_ += t;
+    if (op.attention_core) core_s_ += t;
+  }
+  /// Before the attention core: all-gather CP collects every rank's K and V.
+  void before_attention(bool backward) {
+    core_s_ = 0;
+    if (s_.layout.cp < 2 || !s_.cp_all_gather || backward) return;
+    flush();
+    out_.push_back(cp_collective(Op::all_gather, "cp K/V all-gather"));
+  }
+  /// After it: ring attention shows each step's transfer beyond that step's compute (1/cp of the
+  /// core); all-gather CP reduce-scatters the K and V gradients in backward.
+  void after_attention(bool backward) {
+    if (s_.layout.cp < 2) return;
+    flush();
+    if (s_.cp_all_gather) {
+      if (backward) out_.push_back(cp_collective(Op::reduce_scatter, "cp K/V grad reduce-scatter"));
+      return;
+    }
+    Segment seg;
+    seg.kind = SegmentKind::cp_comm;
+    seg.label = backward ? "ring attention K/V and grad exchange" : "ring attention K/V exchange";
+    seg.traffic = backward ? cp_.ring_backward : cp_.ring_forward;
+    seg.repeat = s_.layout.cp - 1;
+    seg.hidden_s = core_s_ / s_.layout.cp;
+    out_.push_back(seg);
+  }
   void collective(Op tp_op, const std::string& label, Bytes bytes) {
     flush();
     if (s_.layout.tp < 2) return;
@@ -36,20 +65,41 @@ class SegmentWriter {
   const KernelTable* kernels_;
   std::vector<Segment>& out_;
   SegmentKind kind_;
-  Seconds pending_s_ = 0;
+  ContextParallelPlan cp_;
+  Seconds pending_s_ = 0, core_s_ = 0;
+
+  Segment cp_collective(Op op, const std::string& label) const {
+    Segment seg;
+    seg.kind = SegmentKind::cp_comm;
+    seg.label = label;
+    seg.tp_op = op;
+    seg.tp_bytes = cp_.gathered_kv_bytes;
+    return seg;
+  }
 };
+
+/// Whether ops[i] opens or closes the run of attention-core ops.
+bool core_starts(const std::vector<ComputeOp>& ops, std::size_t i) {
+  return ops[i].attention_core && (i == 0 || !ops[i - 1].attention_core);
+}
+bool core_ends(const std::vector<ComputeOp>& ops, std::size_t i) {
+  return ops[i].attention_core && (i + 1 == ops.size() || !ops[i + 1].attention_core);
+}
 
 /// One layer's forward, with Megatron's TP collectives between its ops.
 void forward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& ops, Bytes tp_bytes, SegmentWriter& w) {
   const bool sp = s.sequence_parallel;
   bool ffn_started = false;
-  for (const ComputeOp& op : ops) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const ComputeOp& op = ops[i];
+    if (core_starts(ops, i)) w.before_attention(false);
     if (sp && (op.name == "qkv" || op.name == "q_down")) w.collective(Op::all_gather, "attention all-gather", tp_bytes);
     if (sp && !ffn_started && (op.name == "ffn_gate" || op.name == "ffn_up" || op.name == "router")) {
       w.collective(Op::all_gather, "mlp all-gather", tp_bytes);
       ffn_started = true;
     }
     w.op(op);
+    if (core_ends(ops, i)) w.after_attention(false);
     if (op.name == "attn_out") w.collective(sp ? Op::reduce_scatter : Op::all_reduce, "attention output " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
     if (op.name == "ffn_down") w.collective(sp ? Op::reduce_scatter : Op::all_reduce, "mlp output " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
   }
@@ -61,14 +111,17 @@ void backward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& bwd, By
                     SegmentWriter& weight) {
   const bool sp = s.sequence_parallel;
   bool ffn_in_done = false;
-  for (const ComputeOp& op : bwd) {
+  for (std::size_t i = 0; i < bwd.size(); ++i) {
+    const ComputeOp& op = bwd[i];
     if (op.pass == OpPass::backward_weight) {
       weight.op(op);
       continue;
     }
+    if (core_starts(bwd, i)) input.before_attention(true);
     if (sp && op.name == "ffn_down.dgrad") input.collective(Op::all_gather, "mlp grad all-gather", tp_bytes);
     if (sp && op.name == "attn_out.dgrad") input.collective(Op::all_gather, "attention grad all-gather", tp_bytes);
     input.op(op);
+    if (core_ends(bwd, i)) input.after_attention(true);
     const bool ffn_in = op.name == "ffn_up.dgrad" || op.name == "ffn_gate.dgrad" || op.name == "router.dgrad";
     // The FFN's input gradient is complete after its last input GEMM's dgrad (gate, else up; in an
     // MoE layer the router, the first GEMM on the FFN's input).
@@ -94,7 +147,7 @@ double gemm_params(const std::vector<ComputeOp>& ops) {
 }
 
 Bytes tp_bytes_of(const ScenarioSpec& s) {
-  return static_cast<Bytes>(s.microbatch) * static_cast<Bytes>(s.model.seq_len) * static_cast<Bytes>(s.model.hidden) * 2;
+  return static_cast<Bytes>(s.local_tokens()) * static_cast<Bytes>(s.model.hidden) * 2;
 }
 
 /// Recompute: full repeats the layer's forward segments; selective its attention core.
@@ -116,7 +169,7 @@ Segment ep_segment(const std::string& label, int traffic) {
   Segment seg;
   seg.kind = SegmentKind::ep_comm;
   seg.label = label;
-  seg.ep_traffic = traffic;
+  seg.traffic = traffic;
   return seg;
 }
 
@@ -128,15 +181,15 @@ Seconds ops_time(const ScenarioSpec& s, const KernelTable* kernels, const std::v
 
 }  // namespace
 
-LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels) {
+LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const ContextParallelPlan& cp) {
   const std::vector<ComputeOp> fwd_ops =
-      layer_forward_ops(s.model, s.microbatch, s.layout.tp, s.sequence_parallel, s.attention);
+      layer_forward_ops(s.model, s.microbatch, s.layout.tp, s.sequence_parallel, s.attention, s.layout.cp);
   LayerSegments out;
   const Bytes tp_bytes = tp_bytes_of(s);
-  SegmentWriter f(s, kernels, out.forward, SegmentKind::compute);
+  SegmentWriter f(s, kernels, out.forward, SegmentKind::compute, cp);
   forward_layer(s, fwd_ops, tp_bytes, f);
-  SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute),
-      bw(s, kernels, out.backward_weight, SegmentKind::compute);
+  SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
+      bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
   backward_layer(s, backward_ops(fwd_ops), tp_bytes, bi, bw);
   add_recompute(s, kernels, out.forward, fwd_ops, out);
   out.params_on_gpu = gemm_params(fwd_ops);
@@ -144,11 +197,12 @@ LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* ker
 }
 
 LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const MoeTrafficIds& traffic,
-                                 ExpertRows rows) {
+                                 ExpertRows rows, const ContextParallelPlan& cp) {
   const int t = s.layout.tp;
   const bool sp = s.sequence_parallel;
-  const MoeLayerOps own = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, rows.own);
-  const MoeLayerOps busiest = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, rows.busiest);
+  const int c = s.layout.cp;
+  const MoeLayerOps own = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, rows.own, c);
+  const MoeLayerOps busiest = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, rows.busiest, c);
   const Bytes tp_bytes = tp_bytes_of(s);
   const Op reduce = sp ? Op::reduce_scatter : Op::all_reduce;
   const std::string reduce_name = sp ? "reduce-scatter" : "all-reduce";
@@ -156,7 +210,7 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
 
   // Forward: attention (its own TP collectives), norm, router and shared experts; dispatch; the
   // routed experts; waiting for the busiest rank; combine; the FFN output's TP reduction; residual.
-  SegmentWriter f(s, kernels, out.forward, SegmentKind::compute);
+  SegmentWriter f(s, kernels, out.forward, SegmentKind::compute, cp);
   forward_layer(s, own.before_dispatch, tp_bytes, f);
   out.forward.push_back(ep_segment("moe dispatch", traffic.dispatch));
   for (const ComputeOp& op : own.experts) f.op(op);
@@ -170,8 +224,8 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
 
   // Backward mirrors it: the combine's gradient goes out like a dispatch, the experts' input and
   // weight gradients, the wait, the dispatch's gradient comes back like a combine.
-  SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute),
-      bw(s, kernels, out.backward_weight, SegmentKind::compute);
+  SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
+      bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
   for (const ComputeOp& op : backward_ops(own.after_combine)) bi.op(op);
   if (sp) bi.collective(Op::all_gather, "moe grad all-gather", tp_bytes);
   out.backward_input.push_back(ep_segment("moe combine grad", traffic.dispatch_shaped_grad));
@@ -186,7 +240,7 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
 
   out.params_on_gpu = gemm_params(own.before_dispatch);
   // The experts' GEMMs above are one expert's matrices; this GPU holds routed_experts / ep of them.
-  std::vector<ComputeOp> one_expert = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, 1).experts;
+  std::vector<ComputeOp> one_expert = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, 1, c).experts;
   out.expert_params_on_gpu = gemm_params(one_expert) * (s.model.moe->routed_experts / s.ep);
   return out;
 }

@@ -16,9 +16,17 @@ struct LayerSegments {
   double expert_params_on_gpu = 0;  // routed experts on this GPU, reduced over expert data parallelism
 };
 
-LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels);
+/// Context parallelism's exchanges, as the plan set them up: ring attention's step traffic forward
+/// (K and V) and backward (K, V and their gradients), indices into IterationPlan::traffic; or, for
+/// all-gather CP, the bytes of the gathered K and V (the reduce-scatter of their gradients mirrors it).
+struct ContextParallelPlan {
+  int ring_forward = -1, ring_backward = -1;
+  Bytes gathered_kv_bytes = 0;
+};
 
-/// The all-to-alls of an MoE layer, as indices into IterationPlan::ep_traffic: forward dispatch and
+LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const ContextParallelPlan& cp = {});
+
+/// The all-to-alls of an MoE layer, as indices into IterationPlan::traffic: forward dispatch and
 /// combine; in backward the combine's gradient travels like a dispatch and the dispatch's like a combine.
 struct MoeTrafficIds {
   int dispatch = -1, combine = -1, dispatch_shaped_grad = -1, combine_shaped_grad = -1;
@@ -29,6 +37,6 @@ struct ExpertRows {
   double own = 0, busiest = 0;
 };
 LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const MoeTrafficIds& traffic,
-                                 ExpertRows rows);
+                                 ExpertRows rows, const ContextParallelPlan& cp = {});
 
 }  // namespace clustersim

@@ -14,10 +14,10 @@ namespace {
 /// One MoE all-to-all's sizes from the routing: a dispatch sends token copies from rank i to the
 /// experts on rank j; a combine brings them back (the transpose). DeepEP sends a token once per
 /// remote node and fans it out over NVLink from the relay on the sender's rail there.
-EpTraffic ep_traffic(const std::string& label, const std::vector<int>& gpus, const MoeLayerTraffic& routes, bool deepep,
+GroupTraffic moe_traffic(const std::string& label, const std::vector<int>& gpus, const MoeLayerTraffic& routes, bool deepep,
                      double bytes_per_token, bool combine) {
   const std::size_t n = gpus.size();
-  EpTraffic out;
+  GroupTraffic out;
   out.label = label;
   out.gpus = gpus;
   out.deepep = deepep;
@@ -53,6 +53,32 @@ EpTraffic ep_traffic(const std::string& label, const std::vector<int>& gpus, con
   return out;
 }
 
+/// Context parallelism's K and V exchange for one microbatch of one layer: ring attention passes
+/// each rank's block to the next CP rank (K and V forward; K, V and their gradients backward);
+/// all-gather CP gathers every rank's block.
+template <typename Add>
+ContextParallelPlan context_parallel_plan(const ScenarioSpec& s, Bytes tokens, Add add) {
+  ContextParallelPlan out;
+  const int cp = s.layout.cp, t = s.layout.tp;
+  if (cp < 2) return out;
+  const ModelSpec& m = s.model;
+  const double kv_width = m.mla ? double(m.heads) / t * (m.mla->qk_head_dim() + m.mla->v_head_dim)
+                                : 2.0 * std::max(1, m.kv_heads / t) * m.head_dim();
+  const double kv_bytes = double(tokens) * kv_width * 2;
+  out.gathered_kv_bytes = static_cast<Bytes>(kv_bytes * cp);
+  if (s.cp_all_gather) return out;
+  const std::vector<int> gpus = s.layout.group(s.layout.rank({}), Dim::cp);
+  for (double factor : {1.0, 2.0}) {
+    GroupTraffic ring;
+    ring.label = factor == 1 ? "ring attention step" : "ring attention backward step";
+    ring.gpus = gpus;
+    ring.bytes.assign(gpus.size(), std::vector<double>(gpus.size(), 0));
+    for (std::size_t i = 0; i < gpus.size(); ++i) ring.bytes[i][(i + 1) % gpus.size()] = kv_bytes * factor;
+    (factor == 1 ? out.ring_forward : out.ring_backward) = add(std::move(ring));
+  }
+  return out;
+}
+
 }  // namespace
 
 IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) {
@@ -64,12 +90,17 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   const int p = layout.pp, v = s.virtual_stages, t = layout.tp;
   // p * v stages, or p for a schedule that holds each stage twice (DualPipe).
   const int stages = plan.schedule->model_stages(plan.shape);
-  const Bytes tokens = static_cast<Bytes>(s.microbatch) * static_cast<Bytes>(s.model.seq_len);
+  const Bytes tokens = static_cast<Bytes>(s.local_tokens());  // one microbatch on one context-parallel rank
   const Bytes tp_bytes = tokens * static_cast<Bytes>(s.model.hidden) * 2;
+  auto add = [&](GroupTraffic traffic) {
+    plan.traffic.push_back(std::move(traffic));
+    return static_cast<int>(plan.traffic.size()) - 1;
+  };
+  const ContextParallelPlan cp = context_parallel_plan(s, tokens, add);
   const double embedding_params = static_cast<double>(s.model.vocab) * s.model.hidden / t;
 
   // Each kind of layer's segments, computed once: dense layers, and MoE layers when the model has them.
-  const LayerSegments dense = dense_layer_segments(s, kernels);
+  const LayerSegments dense = dense_layer_segments(s, kernels, cp);
   std::optional<LayerSegments> moe;
   if (s.model.moe) {
     const MoeLayerTraffic routes = route_moe_layer(s.moe_routing(static_cast<std::int64_t>(tokens)));
@@ -79,22 +110,18 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     const double dispatch_bytes = token_bytes(s.model.hidden, s.precision == "fp8" ? WireFormat::fp8 : WireFormat::bf16);
     const double bf16_bytes = token_bytes(s.model.hidden, WireFormat::bf16);
     MoeTrafficIds ids;
-    auto add = [&](EpTraffic traffic) {
-      plan.ep_traffic.push_back(std::move(traffic));
-      return static_cast<int>(plan.ep_traffic.size()) - 1;
-    };
-    ids.dispatch = add(ep_traffic("moe dispatch", ep_gpus, routes, s.moe.deepep, dispatch_bytes, false));
-    ids.combine = add(ep_traffic("moe combine", ep_gpus, routes, s.moe.deepep, bf16_bytes, true));
+    ids.dispatch = add(moe_traffic("moe dispatch", ep_gpus, routes, s.moe.deepep, dispatch_bytes, false));
+    ids.combine = add(moe_traffic("moe combine", ep_gpus, routes, s.moe.deepep, bf16_bytes, true));
     ids.dispatch_shaped_grad = dispatch_bytes == bf16_bytes
                                    ? ids.dispatch
-                                   : add(ep_traffic("moe combine grad", ep_gpus, routes, s.moe.deepep, bf16_bytes, false));
+                                   : add(moe_traffic("moe combine grad", ep_gpus, routes, s.moe.deepep, bf16_bytes, false));
     ids.combine_shaped_grad = ids.combine;
     // The representative GPU computes the mean load and waits for the busiest: every rank's
     // timeline is the busiest's, and the breakdown shows the difference as imbalance.
     double total = 0;
     for (double load : routes.rank_load) total += load;
     const double busiest = *std::max_element(routes.rank_load.begin(), routes.rank_load.end());
-    moe = moe_layer_segments(s, kernels, ids, {total / s.ep, busiest});
+    moe = moe_layer_segments(s, kernels, ids, {total / s.ep, busiest}, cp);
   }
 
   const ComputeOp logits = logits_forward_op(s.model, s.microbatch, t);
@@ -136,11 +163,16 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     const int rank = layout.rank(c);
     plan.rank_gpu.push_back(rank);
     plan.tp_group.push_back(layout.group(rank, Dim::tp));
-    plan.dp_group.push_back(layout.group(rank, Dim::dp));
-    // Replicas of this rank's experts: every ep-th data-parallel rank.
-    std::vector<int> expert_dp;
-    for (std::size_t i = 0; i < plan.dp_group.back().size(); i += static_cast<std::size_t>(s.ep))
-      expert_dp.push_back(plan.dp_group.back()[i]);
+    plan.cp_group.push_back(layout.group(rank, Dim::cp));
+    // Gradients are reduced over every rank holding the same weights: data parallel and context
+    // parallel ranks alike; a rank's experts are replicated on every ep-th data-parallel rank.
+    std::vector<int> dp_cp, expert_dp;
+    for (int cp_rank : plan.cp_group.back()) {
+      const std::vector<int> dp = layout.group(cp_rank, Dim::dp);
+      dp_cp.insert(dp_cp.end(), dp.begin(), dp.end());
+      for (std::size_t i = 0; i < dp.size(); i += static_cast<std::size_t>(s.ep)) expert_dp.push_back(dp[i]);
+    }
+    plan.dp_group.push_back(dp_cp);
     plan.expert_dp_group.push_back(expert_dp);
     double params = 0;
     for (int chunk = 0; chunk < v; ++chunk) {

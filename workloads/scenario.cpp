@@ -20,7 +20,7 @@ const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
     "precision", "recompute", "attention", "moe"};
 const std::initializer_list<const char*> kParallelFields = {
-    "tp", "pp", "dp", "ep", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "order"};
+    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "order"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 
 std::string join(const std::vector<std::string>& items) {
@@ -104,11 +104,14 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   s.layout.dp = read_int(f.child("dp"));
   if (auto v = f.find("virtual_stages")) s.virtual_stages = read_int(*v);
   if (auto e = f.find("ep")) s.ep = read_int(*e);
+  if (auto c = f.find("cp")) s.layout.cp = read_int(*c);
+  if (auto c = f.find("cp_comm")) s.cp_all_gather = c->as_choice({"p2p", "all_gather"}) == "all_gather";
   if (auto sp = f.find("sequence_parallel")) s.sequence_parallel = sp->as_bool();
   if (auto d = f.find("distributed_optimizer")) s.distributed_optimizer = d->as_bool();
   if (auto o = f.find("order")) {
     const auto dims = parse_order(o->as_string());
-    if (dims.empty()) o->fail("expected an order of tp, dp and pp such as tp-dp-pp, got '" + o->as_string() + "'");
+    if (dims.empty())
+      o->fail("expected an order of tp, cp, dp and pp such as tp-cp-dp-pp (cp may be left out), got '" + o->as_string() + "'");
     std::copy(dims.begin(), dims.end(), s.layout.order.begin());
   }
 }
@@ -117,11 +120,21 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
 void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
   const ParallelLayout& l = s.layout;
   // Divisions, not a product, so huge factors cannot overflow.
-  if (gpus % l.tp != 0 || gpus / l.tp % l.pp != 0 || gpus / l.tp / l.pp != l.dp)
+  if (l.cp == 1 && (gpus % l.tp != 0 || gpus / l.tp % l.pp != 0 || gpus / l.tp / l.pp != l.dp))
     f.fail("expected tp x pp x dp to equal gpus (" + std::to_string(gpus) + "), got " + std::to_string(l.tp) + " x " +
            std::to_string(l.pp) + " x " + std::to_string(l.dp) + " = " + product(l.tp, l.pp, l.dp));
+  if (l.cp > 1 && (gpus % l.tp != 0 || gpus / l.tp % l.cp != 0 || gpus / l.tp / l.cp % l.pp != 0 ||
+                   gpus / l.tp / l.cp / l.pp != l.dp))
+    f.fail("expected tp x cp x pp x dp to equal gpus (" + std::to_string(gpus) + "), got " + std::to_string(l.tp) +
+           " x " + std::to_string(l.cp) + " x " + std::to_string(l.pp) + " x " + std::to_string(l.dp) + " = " +
+           product(double(l.tp) * l.cp, l.pp, l.dp));
   const ModelSpec& m = s.model;
   const std::string model = " of " + m.name + " (" + m.file + ")";
+  // Load-balanced causal sharding cuts each sequence into 2 x cp chunks and gives rank i chunks i
+  // and 2cp-1-i, so every rank does the same attention work (Megatron-Core's context parallelism).
+  if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
+    f.child("cp").fail("expected 2 x cp (" + std::to_string(2 * l.cp) + ") to divide the sequence length " +
+                       std::to_string(m.seq_len) + model + ": balanced causal sharding cuts it into 2 x cp chunks");
   if (!f.find("stage_layers") && m.layers % l.pp != 0)
     f.child("pp").fail("expected a divisor of the " + std::to_string(m.layers) + " layers" + model);
   if (m.heads % l.tp != 0)

@@ -38,6 +38,7 @@ struct ScenarioSpec {
   ParallelLayout layout;         // over the cluster's first layout.world() GPUs
   int virtual_stages = 1;        // v: model chunks per pipeline rank
   int ep = 1;                    // expert parallelism, carved out of dp: experts split over ep ranks
+  bool cp_all_gather = false;    // context parallelism by all-gathering K and V (Llama 3), not a ring
   std::vector<int> stage_layers; // layers per model stage, in order; even unless the scenario lists them
   MoeRunSpec moe;
   bool sequence_parallel = false;
@@ -53,6 +54,8 @@ struct ScenarioSpec {
   int gpus() const { return layout.world(); }
   /// Microbatches each pipeline runs per iteration (m).
   int microbatches() const { return global_batch / (microbatch * layout.dp); }
+  /// Tokens of one microbatch on one GPU of a context-parallel group.
+  long local_tokens() const { return long(microbatch) * model.seq_len / layout.cp; }
   ScheduleShape schedule_shape() const { return {layout.pp, microbatches(), virtual_stages, 0}; }
   /// The first layer of model stage k.
   int first_layer(int stage) const;

@@ -45,9 +45,11 @@ std::set<int> parse_ranks(const std::string& text) {
 
 void print_report(const ScenarioSpec& s, const RunReport& r) {
   const ParallelLayout& l = s.layout;
-  std::cout << fmt::format("# clustersim run: {} ({} on {} {}; tp {} pp {} dp {} v {}; {} schedule, {} microbatches "
+  std::cout << fmt::format("# clustersim run: {} ({} on {} {}; tp {}{} pp {} dp {}{} v {}; {} schedule, {} microbatches "
                            "of {}; {} recompute; {})\n",
-                           s.name, s.model.name, s.gpus(), s.gpu.name, l.tp, l.pp, l.dp, s.virtual_stages,
+                           s.name, s.model.name, s.gpus(), s.gpu.name, l.tp,
+                           l.cp > 1 ? fmt::format(" cp {}", l.cp) : "", l.pp, l.dp,
+                           s.ep > 1 ? fmt::format(" ep {}", s.ep) : "", s.virtual_stages,
                            s.schedule_name, s.microbatches(), s.microbatch,
                            s.recompute == Recompute::full ? "full" : s.recompute == Recompute::selective ? "selective" : "no",
                            s.precision);
@@ -66,14 +68,14 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
                              gib(st.memory.activations), gib(st.memory.recompute_workspace), gib(st.memory.total));
   std::cout << "\n# time per pipeline stage (s): exposed communication, bubble and idle add up to the iteration\n";
   // Expert columns only for MoE models, so dense reports read as before.
-  const bool moe = s.model.moe.has_value();
+  const bool moe = s.model.moe.has_value(), cp = s.layout.cp > 1;
   std::cout << fmt::format("# {:>5} {:>9} {:>9} {:>8}", "stage", "compute", "recompute", "tp")
-            << (moe ? fmt::format(" {:>8} {:>9}", "ep", "imbalance") : "")
+            << (cp ? fmt::format(" {:>8}", "cp") : "") << (moe ? fmt::format(" {:>8} {:>9}", "ep", "imbalance") : "")
             << fmt::format(" {:>8} {:>8} {:>9} {:>8} {:>8}\n", "pp", "dp", "optimizer", "bubble", "idle");
   for (const StageReport& st : r.stages) {
     const RankBreakdown& b = st.time;
     std::cout << fmt::format("  {:>5} {:>9.3f} {:>9.3f} {:>8.3f}", st.pipeline_rank, b.compute_s, b.recompute_s, b.tp_s)
-              << (moe ? fmt::format(" {:>8.3f} {:>9.3f}", b.ep_s, b.imbalance_s) : "")
+              << (cp ? fmt::format(" {:>8.3f}", b.cp_s) : "") << (moe ? fmt::format(" {:>8.3f} {:>9.3f}", b.ep_s, b.imbalance_s) : "")
               << fmt::format(" {:>8.3f} {:>8.3f} {:>9.3f} {:>8.3f} {:>8.3f}\n", b.pp_exposed_s, b.dp_exposed_s,
                              b.optimizer_s, b.bubble_s, b.other_idle_s);
   }
@@ -103,6 +105,7 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
                             {{"compute", b.compute_s},
                              {"recompute", b.recompute_s},
                              {"tp_exposed", b.tp_s},
+                             {"cp_exposed", b.cp_s},
                              {"ep_exposed", b.ep_s},
                              {"expert_imbalance", b.imbalance_s},
                              {"pp_exposed", b.pp_exposed_s},
