@@ -26,7 +26,8 @@ bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == Pass
 
 /// Steps that wait on other GPUs rather than compute: what an F&B unit can hide.
 bool is_wait(SegmentKind k) {
-  return k == SegmentKind::tp_comm || k == SegmentKind::ep_comm || k == SegmentKind::imbalance || k == SegmentKind::cp_comm;
+  return k == SegmentKind::tp_comm || k == SegmentKind::ep_comm || k == SegmentKind::imbalance ||
+         k == SegmentKind::cp_comm || k == SegmentKind::dp_comm;
 }
 
 /// Where a pass is in the flow graph, and what it waited for.
@@ -69,9 +70,17 @@ class IterationBuilder {
     return s.repeat * std::max(0.0, traffic_time(s.traffic) - s.hidden_s);
   }
 
+  /// ZeRO-2/3's per-layer collectives run on their own stream, prefetched or overlapped with the
+  /// layer's compute: only what that compute does not hide shows.
+  Seconds zero_time(int rank, const Segment& s) {
+    const std::vector<int>& group =
+        s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank];
+    return std::max(0.0, collective_time(rank, s, group) - s.hidden_s);
+  }
+
   Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group) {
     if (plan_.free_communication || s.tp_bytes == 0 || group.size() < 2) return 0;
-    auto key = std::make_tuple(rank, s.kind, s.tp_op, s.tp_bytes);
+    auto key = std::make_tuple(rank, s.group, s.tp_op, s.tp_bytes);
     auto it = tp_cache_.find(key);
     if (it != tp_cache_.end()) return it->second;
     // Groups of one kind are congruent, but ranks differ in which nodes they sit on: cache per rank.
@@ -130,6 +139,7 @@ class IterationBuilder {
         const Seconds d = s.kind == SegmentKind::tp_comm   ? tp_time(rank, s)
                           : s.kind == SegmentKind::ep_comm ? traffic_time(s.traffic)
                           : s.kind == SegmentKind::cp_comm ? cp_time(rank, s)
+                          : s.kind == SegmentKind::dp_comm ? zero_time(rank, s)
                                                            : s.duration_s;
         shape.parts.push_back({s.kind, s.label, d});
         shape.duration_s += d;
@@ -302,7 +312,8 @@ class IterationBuilder {
     std::vector<FlowId> wait{rank_last_.at(rank)};
     wait.insert(wait.end(), extra_waits_[rank].begin(), extra_waits_[rank].end());
     const Op reduce = plan_.distributed_optimizer ? Op::reduce_scatter : Op::all_reduce;
-    for (int c = 0; c < plan_.shape.chunks; ++c) {
+    // ZeRO-2/3 reduce-scatter gradients layer by layer during backward (dp_comm steps), not here.
+    for (int c = 0; c < plan_.shape.chunks && plan_.zero_stage < 2; ++c) {
       const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
       for (const auto& [group, bytes] : {std::pair(&plan_.dp_group[rank], sp.gradient_bytes),
                                          std::pair(expert_dp(rank), sp.expert_gradient_bytes)}) {
@@ -317,7 +328,8 @@ class IterationBuilder {
     const FlowId opt_id = graph_.add(std::move(opt));
     optimizer_[rank] = opt_id;
     FlowId end = opt_id;
-    if (plan_.distributed_optimizer) {
+    // ZeRO-3 gathers parameters when a layer needs them; ZeRO-1 and 2 gather the updated shards now.
+    if (plan_.distributed_optimizer && plan_.zero_stage < 3) {
       std::vector<FlowId> gather;
       for (int c = 0; c < plan_.shape.chunks; ++c) {
         const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
@@ -343,6 +355,7 @@ class IterationBuilder {
       case SegmentKind::ep_comm: return b.ep_s;
       case SegmentKind::imbalance: return b.imbalance_s;
       case SegmentKind::cp_comm: return b.cp_s;
+      case SegmentKind::dp_comm: return b.dp_exposed_s;
       case SegmentKind::recompute: return b.recompute_s;
       case SegmentKind::compute: break;
     }
@@ -389,7 +402,7 @@ class IterationBuilder {
       RankBreakdown& b = result.ranks[r];
       const Seconds opt_end = finish[optimizer_.at(r)];
       b.optimizer_s = plan_.optimizer_s;
-      b.dp_exposed_s = (opt_end - plan_.optimizer_s - free_at[r]) + (finish[rank_end_.at(r)] - opt_end);
+      b.dp_exposed_s += (opt_end - plan_.optimizer_s - free_at[r]) + (finish[rank_end_.at(r)] - opt_end);
       b.other_idle_s = result.iteration_s - finish[rank_end_.at(r)];
       result.events.push_back({plan_.rank_gpu[r], "compute", "optimizer step", opt_end - plan_.optimizer_s, opt_end});
       if (!dp_flows_[r].empty()) {
@@ -430,7 +443,7 @@ class IterationBuilder {
   std::map<std::pair<int, int>, FlowId> last_of_chunk_;  // (rank, chunk) -> last step of its last pass
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
   std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
-  std::map<std::tuple<int, SegmentKind, Op, Bytes>, Seconds> tp_cache_;
+  std::map<std::tuple<int, CommGroup, Op, Bytes>, Seconds> tp_cache_;
   std::map<int, Seconds> ep_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
   std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;

@@ -40,7 +40,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     StageLoad load;
     load.params_on_rank = params;
     load.expert_params_on_rank = expert_params;
-    load.expert_data_parallel = s.layout.dp / s.ep;
+    load.expert_data_parallel = s.layout.dp / s.ep * s.layout.cp;
     // The schedule counts activations in units of 1/p of the model: a chunk's layers scaled by
     // model_stages / p (L / p for even stages, whatever the schedule).
     const double unit = static_cast<double>(stages) / (p * v);
@@ -49,8 +49,13 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     load.in_flight_microbatches = shape_timing.peak_in_flight_microbatches[r];
     load.first_stage = first;
     load.last_stage = last;
-    load.data_parallel = s.layout.dp;
+    load.data_parallel = s.layout.dp * s.layout.cp;  // context-parallel ranks hold the same weights
     load.distributed_optimizer = s.distributed_optimizer;
+    load.zero_stage = s.zero_stage;
+    if (s.zero_stage == 3 && layers > 0) {
+      const double per_layer = (params + expert_params) / layers;
+      load.gathered_params = s.reshard_after_forward ? 2 * per_layer : params + expert_params;
+    }
     out.push_back(stage_memory(local, {s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute}, load));
   }
   return out;

@@ -10,6 +10,7 @@ const char* to_string(SegmentKind kind) {
     case SegmentKind::ep_comm: return "ep";
     case SegmentKind::imbalance: return "imbalance";
     case SegmentKind::cp_comm: return "cp";
+    case SegmentKind::dp_comm: return "dp";
   }
   return "?";
 }

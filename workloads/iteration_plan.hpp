@@ -17,8 +17,12 @@ namespace clustersim {
 
 /// What a step of the compute stream is: work, repeated work, a blocking TP collective, a blocking
 /// expert-parallel all-to-all (MoE dispatch or combine), waiting at an all-to-all for the rank whose
-/// experts got the most tokens (expert load imbalance), or context-parallel K/V exchange.
-enum class SegmentKind { compute, recompute, tp_comm, ep_comm, imbalance, cp_comm };
+/// experts got the most tokens (expert load imbalance), context-parallel K/V exchange, or ZeRO-2/3's
+/// per-layer parameter all-gather and gradient reduce-scatter (prefetched: only what the layer's
+/// compute does not hide shows).
+enum class SegmentKind { compute, recompute, tp_comm, ep_comm, imbalance, cp_comm, dp_comm };
+/// The group a collective step runs over.
+enum class CommGroup { tp, cp, dp, expert_dp };
 const char* to_string(SegmentKind kind);
 
 /// One step on a GPU's compute stream. Compute has a duration; a TP collective is blocking (Megatron
@@ -35,6 +39,7 @@ struct Segment {
   /// the context-parallel group.
   int repeat = 1;
   Seconds hidden_s = 0;
+  CommGroup group = CommGroup::tp;  // tp_comm, cp_comm and dp_comm collectives
 };
 
 /// One MoE all-to-all over the representative expert-parallel group. Plain: bytes[i][j] from
@@ -68,6 +73,7 @@ struct IterationPlan {
   std::vector<std::vector<int>> cp_group; // pipeline rank -> GPUs sharing its sequences (context parallel)
   std::vector<GroupTraffic> traffic;      // the all-to-alls and ring steps segments refer to
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
+  int zero_stage = 0;                     // 2, 3: gradients reduce-scattered per layer; 3: parameters gathered per layer
   Seconds optimizer_s = 0;                // optimizer step on one GPU of a pipeline rank
   /// Tied input embedding and output layer on different pipeline ranks: their gradients are summed
   /// by an all-reduce between the first and the last stage (per TP rank) before the optimizer step.

@@ -74,6 +74,7 @@ class SegmentWriter {
     seg.label = label;
     seg.tp_op = op;
     seg.tp_bytes = cp_.gathered_kv_bytes;
+    seg.group = CommGroup::cp;
     return seg;
   }
 };
@@ -173,6 +174,44 @@ Segment ep_segment(const std::string& label, int traffic) {
   return seg;
 }
 
+Seconds compute_of(const std::vector<Segment>& segments) {
+  Seconds t = 0;
+  for (const Segment& seg : segments) t += seg.kind == SegmentKind::compute ? seg.duration_s : 0;
+  return t;
+}
+
+/// ZeRO-2 and 3, per layer and microbatch: the gradients are reduce-scattered after the layer's
+/// backward, overlapped with the backward that follows (hidden under as much compute as this
+/// layer's); ZeRO-3 all-gathers the parameters before the forward, prefetched under the previous
+/// layer's, and again before the backward when they were resharded after forward (FSDP's
+/// reshard_after_forward). Dense weights over data parallelism, routed experts over their replicas.
+void add_zero(const ScenarioSpec& s, LayerSegments& out) {
+  if (s.zero_stage < 2) return;
+  const Seconds forward_s = compute_of(out.forward),
+                backward_s = compute_of(out.backward_input) + compute_of(out.backward_weight);
+  for (const auto& [group, params] : {std::pair(CommGroup::dp, out.params_on_gpu),
+                                      std::pair(CommGroup::expert_dp, out.expert_params_on_gpu)}) {
+    if (params <= 0) continue;
+    auto collective = [&, group = group](Op op, const std::string& label, double bytes, Seconds hidden) {
+      Segment seg;
+      seg.kind = SegmentKind::dp_comm;
+      seg.label = label;
+      seg.tp_op = op;
+      seg.tp_bytes = static_cast<Bytes>(bytes);
+      seg.hidden_s = hidden;
+      seg.group = group;
+      return seg;
+    };
+    // fp32 gradients (4 B), 16-bit parameters (2 B).
+    out.backward_weight.push_back(collective(Op::reduce_scatter, "zero gradient reduce-scatter", 4 * params, backward_s));
+    if (s.zero_stage < 3) continue;
+    out.forward.insert(out.forward.begin(), collective(Op::all_gather, "zero-3 parameter all-gather", 2 * params, forward_s));
+    if (s.reshard_after_forward)
+      out.backward_input.insert(out.backward_input.begin(),
+                                collective(Op::all_gather, "zero-3 parameter all-gather", 2 * params, backward_s));
+  }
+}
+
 Seconds ops_time(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<ComputeOp>& ops) {
   Seconds t = 0;
   for (const ComputeOp& op : ops) t += op_time(s.gpu, s.precision, op, kernels);
@@ -193,6 +232,7 @@ LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* ker
   backward_layer(s, backward_ops(fwd_ops), tp_bytes, bi, bw);
   add_recompute(s, kernels, out.forward, fwd_ops, out);
   out.params_on_gpu = gemm_params(fwd_ops);
+  add_zero(s, out);
   return out;
 }
 
@@ -242,6 +282,7 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   // The experts' GEMMs above are one expert's matrices; this GPU holds routed_experts / ep of them.
   std::vector<ComputeOp> one_expert = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, 1, c).experts;
   out.expert_params_on_gpu = gemm_params(one_expert) * (s.model.moe->routed_experts / s.ep);
+  add_zero(s, out);
   return out;
 }
 

@@ -36,10 +36,15 @@ Bytes activation_bytes_per_layer(const ModelSpec& m, int microbatch, int tensor_
 }
 
 StateBytes state_bytes(double params_on_rank, int data_parallel, bool distributed_optimizer) {
-  assert(params_on_rank >= 0 && data_parallel > 0 && "state of a real rank");
-  const double optimizer_shards = distributed_optimizer ? data_parallel : 1;
-  return {to_bytes(kWeightBytesPerParam * params_on_rank), to_bytes(kGradientBytesPerParam * params_on_rank),
-          to_bytes(kOptimizerBytesPerParam * params_on_rank / optimizer_shards)};
+  return zero_state_bytes(params_on_rank, data_parallel, distributed_optimizer ? 1 : 0);
+}
+
+StateBytes zero_state_bytes(double params_on_rank, int data_parallel, int zero_stage) {
+  assert(params_on_rank >= 0 && data_parallel > 0 && zero_stage >= 0 && zero_stage <= 3 && "state of a real rank");
+  const double d = data_parallel;
+  return {to_bytes(kWeightBytesPerParam * params_on_rank / (zero_stage >= 3 ? d : 1)),
+          to_bytes(kGradientBytesPerParam * params_on_rank / (zero_stage >= 2 ? d : 1)),
+          to_bytes(kOptimizerBytesPerParam * params_on_rank / (zero_stage >= 1 ? d : 1))};
 }
 
 /// An MoE layer keeps, per token, the activations of its top_k routed and its shared experts: as
@@ -51,10 +56,11 @@ ModelSpec moe_layer_shape(const ModelSpec& m) {
 }
 
 StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, const StageLoad& stage) {
-  StateBytes state = state_bytes(stage.params_on_rank, stage.data_parallel, stage.distributed_optimizer);
+  const int zero = stage.zero_stage >= 0 ? stage.zero_stage : stage.distributed_optimizer ? 1 : 0;
+  StateBytes state = zero_state_bytes(stage.params_on_rank, stage.data_parallel, zero);
+  state.weights += to_bytes(kWeightBytesPerParam * stage.gathered_params);
   if (stage.expert_params_on_rank > 0) {
-    const StateBytes experts =
-        state_bytes(stage.expert_params_on_rank, stage.expert_data_parallel, stage.distributed_optimizer);
+    const StateBytes experts = zero_state_bytes(stage.expert_params_on_rank, stage.expert_data_parallel, zero);
     state.weights += experts.weights;
     state.gradients += experts.gradients;
     state.optimizer += experts.optimizer;

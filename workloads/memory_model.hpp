@@ -46,6 +46,10 @@ struct StateBytes {
 /// The state for `params_on_rank` parameters. ZeRO-1 (Megatron's distributed optimizer) shards only
 /// the 12 B of optimizer state over the data-parallel ranks; weights and grads stay whole.
 StateBytes state_bytes(double params_on_rank, int data_parallel, bool distributed_optimizer);
+/// The same under a ZeRO stage (Rajbhandari et al. 2020), d = data_parallel: stage 1 shards the
+/// optimizer state (2 + 4 + 12/d B/param), 2 the gradients too (2 + 4/d + 12/d), 3 the 16-bit
+/// weights as well ((2 + 4 + 12)/d); 0 shards nothing.
+StateBytes zero_state_bytes(double params_on_rank, int data_parallel, int zero_stage);
 
 /// How each microbatch's activations are laid out on the rank.
 struct ActivationLayout {
@@ -68,6 +72,10 @@ struct StageLoad {
   bool last_stage = false;              // holds the final LayerNorm, the output layer and the loss
   int data_parallel = 1;
   bool distributed_optimizer = false;
+  int zero_stage = -1;                  // 0-3; -1: 1 with distributed_optimizer, else 0
+  /// ZeRO-3: 16-bit parameters held gathered at peak, on top of the shards - the layer in use and
+  /// the one prefetched, or every layer of the rank when they are not resharded after forward.
+  double gathered_params = 0;
 };
 
 /// Peak memory of one stage, bytes.

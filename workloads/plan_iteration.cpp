@@ -86,6 +86,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   plan.schedule = s.schedule;
   plan.shape = s.schedule_shape();
   plan.distributed_optimizer = s.distributed_optimizer;
+  plan.zero_stage = s.zero_stage;
   const ParallelLayout& layout = s.layout;
   const int p = layout.pp, v = s.virtual_stages, t = layout.tp;
   // p * v stages, or p for a schedule that holds each stage twice (DualPipe).
@@ -179,8 +180,8 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       const StagePlan& held = plan.stages[plan.schedule->chunk_stage(plan.shape, r, chunk)];
       // ZeRO-1 shards dense state over dp and expert state over the dp / ep expert replicas.
       const bool zero1 = s.distributed_optimizer;
-      params += static_cast<double>(held.gradient_bytes) / 4 / (zero1 ? layout.dp : 1) +
-                static_cast<double>(held.expert_gradient_bytes) / 4 / (zero1 ? layout.dp / s.ep : 1);
+      params += static_cast<double>(held.gradient_bytes) / 4 / (zero1 ? layout.dp * layout.cp : 1) +
+                static_cast<double>(held.expert_gradient_bytes) / 4 / (zero1 ? layout.dp / s.ep * layout.cp : 1);
     }
     params_per_rank_max = std::max(params_per_rank_max, params);
   }

@@ -20,7 +20,7 @@ const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
     "precision", "recompute", "attention", "moe"};
 const std::initializer_list<const char*> kParallelFields = {
-    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "order"};
+    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "order"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 
 std::string join(const std::vector<std::string>& items) {
@@ -108,6 +108,21 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   if (auto c = f.find("cp_comm")) s.cp_all_gather = c->as_choice({"p2p", "all_gather"}) == "all_gather";
   if (auto sp = f.find("sequence_parallel")) s.sequence_parallel = sp->as_bool();
   if (auto d = f.find("distributed_optimizer")) s.distributed_optimizer = d->as_bool();
+  if (auto z = f.find("zero_stage")) {
+    const long stage = z->as_integer();
+    if (stage < 0 || stage > 3) z->fail("expected a ZeRO stage, 0 to 3");
+    if (f.find("distributed_optimizer") && s.distributed_optimizer != (stage >= 1))
+      z->fail("expected a stage that agrees with distributed_optimizer: " + std::string(s.distributed_optimizer ? "true" : "false") +
+              " (the distributed optimizer is ZeRO-1: stage 1 or more)");
+    s.zero_stage = static_cast<int>(stage);
+  } else {
+    s.zero_stage = s.distributed_optimizer ? 1 : 0;
+  }
+  s.distributed_optimizer = s.zero_stage >= 1;
+  if (auto r = f.find("reshard_after_forward")) {
+    if (s.zero_stage != 3) r->fail("expected only with zero_stage 3 (parameters are sharded only there)");
+    s.reshard_after_forward = r->as_bool();
+  }
   if (auto o = f.find("order")) {
     const auto dims = parse_order(o->as_string());
     if (dims.empty())

@@ -43,6 +43,8 @@ struct ScenarioSpec {
   MoeRunSpec moe;
   bool sequence_parallel = false;
   bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP
+  int zero_stage = 0;            // 0 none; 1 optimizer state (= distributed_optimizer); 2 + gradients; 3 + parameters (FSDP)
+  bool reshard_after_forward = true;  // ZeRO-3: free gathered parameters after forward, gather again for backward
   std::string schedule_name;
   const Schedule* schedule = nullptr;
   int global_batch = 0;          // sequences per iteration
