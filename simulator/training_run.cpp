@@ -48,6 +48,10 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     load.moe_layers = moe_layers * unit;
     load.in_flight_microbatches = shape_timing.peak_in_flight_microbatches[r];
     load.first_stage = first;
+    if (first && s.model.encoder)
+      load.extra_activation_bytes =
+          s.model.encoder->layers * static_cast<double>(activation_bytes_per_layer(
+                                        encoder_model(s.model), s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute));
     load.last_stage = last;
     load.data_parallel = s.layout.dp * s.layout.cp;  // context-parallel ranks hold the same weights
     load.distributed_optimizer = s.distributed_optimizer;

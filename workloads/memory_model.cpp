@@ -74,6 +74,7 @@ StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, con
   double per_microbatch = (stage.layers - stage.moe_layers) * layer_bytes(m, layout, layout.recompute) +
                           stage.moe_layers * layer_bytes(moe, layout, layout.recompute);
   if (stage.first_stage) per_microbatch += sbh / whole_split;  // embedding dropout mask, 1 B/element
+  per_microbatch += stage.extra_activation_bytes;
   if (stage.last_stage)  // final LayerNorm and output-layer inputs, then fp32 logits split by vocabulary
     per_microbatch += 4 * sbh / whole_split + 4 * sb * m.vocab / t;
 

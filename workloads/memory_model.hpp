@@ -76,6 +76,9 @@ struct StageLoad {
   /// ZeRO-3: 16-bit parameters held gathered at peak, on top of the shards - the layer in use and
   /// the one prefetched, or every layer of the rank when they are not resharded after forward.
   double gathered_params = 0;
+  /// Activations per in-flight microbatch beyond the transformer layers counted above (a
+  /// multimodal encoder on the first stage).
+  double extra_activation_bytes = 0;
 };
 
 /// Peak memory of one stage, bytes.

@@ -67,11 +67,43 @@ std::optional<MoeSpec> parse_moe(const YamlField& root, int layers) {
   }
   return moe;
 }
+
+std::optional<EncoderSpec> parse_encoder(const YamlField& root) {
+  const std::optional<YamlField> block = root.find("encoder");
+  if (!block) return std::nullopt;
+  block->expect_keys({"name", "layers", "hidden", "heads", "ffn_hidden", "ffn", "tokens", "placement"});
+  EncoderSpec e;
+  e.name = block->child("name").as_string();
+  e.layers = read_int(block->child("layers"));
+  e.hidden = read_int(block->child("hidden"));
+  const YamlField heads = block->child("heads");
+  e.heads = read_int(heads);
+  if (e.hidden % e.heads != 0) heads.fail("expected a divisor of the encoder's hidden (" + std::to_string(e.hidden) + ")");
+  e.ffn_hidden = read_int(block->child("ffn_hidden"));
+  e.ffn = block->child("ffn").as_choice({"gelu", "swiglu"}) == "gelu" ? FfnType::gelu : FfnType::swiglu;
+  e.tokens = read_int(block->child("tokens"));
+  if (auto p = block->find("placement")) p->as_choice({"first_stage"});
+  return e;
+}
+
 }  // namespace
+
+ModelSpec encoder_model(const ModelSpec& m) {
+  ModelSpec e;
+  e.file = m.file;
+  e.name = m.encoder->name;
+  e.layers = m.encoder->layers;
+  e.hidden = m.encoder->hidden;
+  e.heads = e.kv_heads = m.encoder->heads;
+  e.ffn_hidden = m.encoder->ffn_hidden;
+  e.ffn = m.encoder->ffn;
+  e.seq_len = m.encoder->tokens;
+  return e;
+}
 
 ModelSpec parse_model_spec(const YamlField& root) {
   root.expect_keys({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
-                    "seq_len", "tied_embeddings", "source", "attention", "moe"});
+                    "seq_len", "tied_embeddings", "source", "attention", "moe", "encoder"});
   ModelSpec m;
   m.file = root.file();
   m.name = root.child("name").as_string();
@@ -100,6 +132,7 @@ ModelSpec parse_model_spec(const YamlField& root) {
   m.vocab = read_int(root.child("vocab"));
   m.seq_len = read_int(root.child("seq_len"));
   m.tied_embeddings = root.child("tied_embeddings").as_bool();
+  m.encoder = parse_encoder(root);
   return m;
 }
 

@@ -43,6 +43,20 @@ struct MoeSpec {
   std::optional<int> node_limit;
 };
 
+/// A vision or speech encoder tower feeding the language model (a ViT on image patches, a
+/// Conformer-like stack on audio frames): dense transformer layers of their own shape over `tokens`
+/// positions per sample, then a projection to the language model's width. It runs on the first
+/// pipeline stage, before the language model's layers (placement: first_stage).
+struct EncoderSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int ffn_hidden = 0;
+  FfnType ffn = FfnType::gelu;
+  int tokens = 0;  // positions per sample (patches, frames)
+};
+
 struct ModelSpec {
   std::string file;
   std::string name;
@@ -57,6 +71,7 @@ struct ModelSpec {
   bool tied_embeddings = true;
   std::optional<MlaSpec> mla;  // absent: standard attention (MHA / GQA from heads and kv_heads)
   std::optional<MoeSpec> moe;  // absent: every layer dense
+  std::optional<EncoderSpec> encoder;  // absent: text only
 
   /// Standard attention's head width. MLA states its head widths in `mla` instead.
   int head_dim() const { return hidden / heads; }
@@ -64,6 +79,10 @@ struct ModelSpec {
   bool is_moe_layer(int layer) const { return moe && layer >= moe->dense_layers; }
   int moe_layer_count() const { return moe ? layers - moe->dense_layers : 0; }
 };
+
+/// The encoder as a dense model of its own (seq_len = its tokens, no vocabulary), for the op and
+/// memory models.
+ModelSpec encoder_model(const ModelSpec& m);
 
 /// Reads and validates a model file. Throws UserError on any bad field.
 ModelSpec load_model_spec(const std::string& path);

@@ -81,11 +81,22 @@ LayerParameters layer_parameter_count(const ModelSpec& m, int layer) {
   return out;
 }
 
-double parameter_count(const ModelSpec& m) {
-  return parameters_with_routed(m, m.moe ? m.moe->routed_experts : 0);
+/// An encoder's layers and its projection to the language model's width (no embedding table).
+double encoder_parameters(const ModelSpec& m) {
+  if (!m.encoder) return 0;
+  const ModelSpec e = encoder_model(m);
+  double params = 0;
+  for (int l = 0; l < e.layers; ++l) params += layer_parameter_count(e, l).total();
+  return params + double(e.hidden) * m.hidden;
 }
 
-double active_parameter_count(const ModelSpec& m) { return parameters_with_routed(m, m.moe ? m.moe->top_k : 0); }
+double parameter_count(const ModelSpec& m) {
+  return parameters_with_routed(m, m.moe ? m.moe->routed_experts : 0) + encoder_parameters(m);
+}
+
+double active_parameter_count(const ModelSpec& m) {
+  return parameters_with_routed(m, m.moe ? m.moe->top_k : 0) + encoder_parameters(m);
+}
 
 double expert_ffn_flops_per_token(const ModelSpec& m) {
   assert(m.moe && "the model has experts");
@@ -162,7 +173,12 @@ double training_flops_per_iteration(const ModelSpec& m, long global_batch, bool 
   double layers = 0;  // dense layers first, then MoE layers: each kind is alike
   if (dense_layers > 0) layers += dense_layers * layer_passes * layer_forward_flops(m, 0, 1, 1).total_flops();
   if (moe_layers > 0) layers += moe_layers * layer_passes * layer_forward_flops(m, m.layers - 1, 1, 1).total_flops();
-  const double per_sequence = layers + 3.0 * logits_forward_flops(m, 1, 1);
+  double per_sequence = layers + 3.0 * logits_forward_flops(m, 1, 1);
+  if (m.encoder) {  // the encoder's layers (recomputed like the rest) and its projection
+    const ModelSpec e = encoder_model(m);
+    per_sequence += e.layers * layer_passes * layer_forward_flops(e, 0, 1, 1).total_flops() +
+                    3.0 * 2.0 * e.seq_len * double(e.hidden) * m.hidden;
+  }
   return double(global_batch) * per_sequence;
 }
 

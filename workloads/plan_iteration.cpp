@@ -125,6 +125,27 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     moe = moe_layer_segments(s, kernels, ids, {total / s.ep, busiest}, cp);
   }
 
+  // A vision or speech encoder runs on the first stage, before the language model's layers: its
+  // own layers (sequences of its own length, never split by context parallelism), then the
+  // projection to the language model's width.
+  std::optional<LayerSegments> encoder;
+  std::optional<ComputeOp> projector;
+  if (s.model.encoder) {
+    ScenarioSpec e = s;
+    e.model = encoder_model(s.model);
+    e.layout.cp = 1;
+    e.zero_stage = std::min(s.zero_stage, 1);  // its per-layer collectives are not modelled
+    encoder = dense_layer_segments(e, kernels);
+    ComputeOp op;
+    op.name = "encoder_projection";
+    op.kind = ComputeKind::gemm;
+    const double rows = double(s.microbatch) * e.model.seq_len, k = e.model.hidden, n = double(s.model.hidden) / t;
+    op.shape = {long(rows), long(n), long(k)};
+    op.flops = 2 * rows * k * n;
+    op.hbm_bytes = static_cast<Bytes>(2 * (rows * k + k * n + rows * n));
+    projector = op;
+  }
+
   const ComputeOp logits = logits_forward_op(s.model, s.microbatch, t);
   const std::vector<ComputeOp> logits_bwd = backward_ops({logits});
   for (int stage = 0; stage < stages; ++stage) {
@@ -141,6 +162,24 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       expert_params += layer.expert_params_on_gpu;
     }
     if (stage == 0) params += embedding_params;
+    if (stage == 0 && encoder) {
+      std::vector<Segment> fwd, bwd_in, bwd_w;
+      for (int l = 0; l < s.model.encoder->layers; ++l) {
+        fwd.insert(fwd.end(), encoder->forward.begin(), encoder->forward.end());
+        bwd_in.insert(bwd_in.begin(), encoder->backward_input.begin(), encoder->backward_input.end());
+        bwd_in.insert(bwd_in.begin(), encoder->recompute.begin(), encoder->recompute.end());
+        bwd_w.insert(bwd_w.end(), encoder->backward_weight.begin(), encoder->backward_weight.end());
+        params += encoder->params_on_gpu;
+      }
+      fwd.push_back({SegmentKind::compute, "encoder projection", op_time(s.gpu, s.precision, *projector, kernels), Op::all_reduce, 0});
+      for (const ComputeOp& op : backward_ops({*projector}))
+        (op.pass == OpPass::backward_weight ? bwd_w : bwd_in)
+            .push_back({SegmentKind::compute, op.name, op_time(s.gpu, s.precision, op, kernels), Op::all_reduce, 0});
+      params += double(projector->shape.k) * double(projector->shape.n);
+      sp.forward.insert(sp.forward.begin(), fwd.begin(), fwd.end());
+      sp.backward_input.insert(sp.backward_input.end(), bwd_in.begin(), bwd_in.end());
+      sp.backward_weight.insert(sp.backward_weight.end(), bwd_w.begin(), bwd_w.end());
+    }
     if (stage == stages - 1) {
       // The output layer: logits GEMM forward, its input and weight gradients backward.
       sp.forward.push_back({SegmentKind::compute, "logits", op_time(s.gpu, s.precision, logits, kernels), Op::all_reduce, 0});

@@ -145,6 +145,13 @@ void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
            product(double(l.tp) * l.cp, l.pp, l.dp));
   const ModelSpec& m = s.model;
   const std::string model = " of " + m.name + " (" + m.file + ")";
+  if (m.encoder) {
+    if (m.encoder->heads % l.tp != 0)
+      f.child("tp").fail("expected a divisor of the " + std::to_string(m.encoder->heads) + " heads of the encoder " +
+                         m.encoder->name + model);
+    if (m.encoder->ffn_hidden % l.tp != 0)
+      f.child("tp").fail("expected a divisor of the encoder's ffn_hidden (" + std::to_string(m.encoder->ffn_hidden) + ")" + model);
+  }
   // Load-balanced causal sharding cuts each sequence into 2 x cp chunks and gives rank i chunks i
   // and 2cp-1-i, so every rank does the same attention work (Megatron-Core's context parallelism).
   if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
@@ -311,6 +318,9 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   read_batch(root, s);
   read_schedule(root.child("schedule"), parallel, s);
   read_moe(root, parallel, s);
+  if (s.model.encoder && s.sequence_parallel && (long(s.microbatch) * s.model.encoder->tokens) % s.layout.tp != 0)
+    parallel.child("sequence_parallel").fail("expected tp (" + std::to_string(s.layout.tp) + ") to divide the encoder's " +
+                                             std::to_string(s.model.encoder->tokens) + " tokens x microbatch, or no sequence parallelism");
 
   YamlField precision = root.child("precision");
   s.precision = precision.as_string();

@@ -1,0 +1,75 @@
+// A vision encoder on the first pipeline stage: its parameters, its cost on stage 0 only, its
+// memory, and the scenario errors it brings.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+#include "workloads/model_math.hpp"
+
+using namespace clustersim;
+using clustersim::test::run_cli;
+using clustersim::test::source_path;
+using clustersim::test::temp_file;
+
+namespace {
+
+const std::string kVlm = source_path("scenarios/vlm-llava-llama3-70b-h100-1024.yaml");
+
+nlohmann::json run_json(const std::string& extra) {
+  const std::string json = temp_file("", ".json");
+  const auto r = run_cli("run " + kVlm + " --json " + json + extra);
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(json);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("the encoder adds its layers and its projection to the parameter count") {
+  const ModelSpec vlm = load_model_spec(source_path("scenarios/models/llava-llama3-70b.yaml"));
+  const ModelSpec text = load_model_spec(source_path("scenarios/models/llama3-70b.yaml"));
+  // A GPT-family layer of width h and FFN f: QKV and projection 4h^2 + 4h, FFN 2hf + f + h, two
+  // LayerNorms 4h; CLIP ViT-L/14 has h = 1024, f = 4096, 24 layers (about 303M); projection 1024 x 8192.
+  const double h = 1024, f = 4096;
+  const double layer = 4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h;
+  CHECK(parameter_count(vlm) - parameter_count(text) == Approx(24 * layer + h * 8192));
+  CHECK(24 * layer == Approx(302e6).epsilon(0.01));
+}
+
+TEST_CASE("the encoder runs on the first stage only") {
+  const nlohmann::json vlm = run_json(""), text = run_json(" --set model=models/llama3-70b.yaml");
+  const auto compute = [](const nlohmann::json& j, int stage) { return j["stages"][stage]["time_s"]["compute"].get<double>(); };
+  CHECK(compute(vlm, 0) > compute(text, 0));
+  for (int stage : {1, 2, 3}) CHECK(compute(vlm, stage) == Approx(compute(text, stage)).epsilon(1e-9));
+  const auto mem = [](const nlohmann::json& j, int stage, const char* what) {
+    return j["stages"][stage]["memory_bytes"][what].get<double>();
+  };
+  CHECK(mem(vlm, 0, "weights") > mem(text, 0, "weights"));
+  CHECK(mem(vlm, 0, "activations") > mem(text, 0, "activations"));
+  CHECK(mem(vlm, 1, "activations") == mem(text, 1, "activations"));
+  CHECK(vlm["iteration_s"].get<double>() > text["iteration_s"].get<double>());
+}
+
+TEST_CASE("encoder heads that tp does not divide are an error at parallel.tp") {
+  const std::string model = temp_file(clustersim::test::shipped_with("scenarios/models/llava-llama3-70b.yaml", "  heads: 16", "  heads: 4"));
+  const auto r = run_cli("run " + kVlm + " --set model=" + model);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.tp: expected a divisor of the 4 heads of the encoder clip-vit-l-14-336"));
+}
+
+TEST_CASE("sequence parallelism over encoder positions tp does not divide is an error") {
+  const auto r = run_cli("run " + kVlm + " --set parallel.sequence_parallel=true");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.sequence_parallel: expected tp (8) to divide the encoder's 577 tokens"));
+}
+
+TEST_CASE("an encoder with an unknown placement is an error at the field") {
+  const std::string model = temp_file(clustersim::test::shipped_with("scenarios/models/llava-llama3-70b.yaml",
+                                                                      "placement: first_stage", "placement: own_ranks"));
+  const auto r = run_cli("run " + kVlm + " --set model=" + model);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains("encoder.placement"));
+}

@@ -1,0 +1,32 @@
+// Training precision: FP8 runs GEMMs at the FP8 peak and dispatches MoE tokens in FP8; a datatype
+// the GPU lacks is an error at the field.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+
+using clustersim::test::run_cli;
+using clustersim::test::source_path;
+
+TEST_CASE("fp8 on an a100 is an error naming what the gpu runs") {
+  const auto r = run_cli("run " + source_path("scenarios/gpt3-175b-a100-1024.yaml") + " --set precision=fp8");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(":28: precision: expected a datatype that A100-SXM-80GB runs (bf16, fp16); got 'fp8'"));
+}
+
+TEST_CASE("an mx format on an h100 is an error naming what the gpu runs") {
+  const auto r = run_cli("run " + source_path("scenarios/gpt3-175b-h100-pp16.yaml") + " --set precision=mxfp8");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(": precision: expected a datatype that H100-SXM runs (bf16, fp16, fp8); got 'mxfp8'"));
+}
+
+TEST_CASE("fp8 makes a compute-bound iteration faster than bf16 on the same gpus") {
+  const std::string scenario = source_path("scenarios/deepseek-v3-h800-2048.yaml");
+  const auto fp8 = run_cli("run " + scenario), bf16 = run_cli("run " + scenario + " --set precision=bf16");
+  REQUIRE(fp8.exit_code == 0);
+  REQUIRE(bf16.exit_code == 0);
+  auto seconds = [](const std::string& out) {
+    const auto at = out.find("iteration time");
+    return std::stod(out.substr(out.find_first_of("0123456789", at)));
+  };
+  CHECK(seconds(fp8.stdout_text) < seconds(bf16.stdout_text));
+}
