@@ -30,6 +30,14 @@ std::string slurp(const std::string& path) {
 }
 }  // namespace
 
+nlohmann::json cli_json(const std::string& args) {
+  const std::string json = temp_file("", ".json");
+  const CliResult r = run_cli(args + " --json " + json);
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(slurp(json));
+}
+
 std::string shipped_with(const std::string& relative, const std::string& from, const std::string& to) {
   std::string text = slurp(source_path(relative));
   if (from.empty()) return text;

@@ -3,6 +3,8 @@
 #include <functional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "topologies/cluster.hpp"
 #include "topologies/user_error.hpp"
 
@@ -24,6 +26,9 @@ struct CliResult {
 };
 /// Runs the built clustersim binary with `args` (a shell-quoted string).
 CliResult run_cli(const std::string& args);
+
+/// Runs `clustersim <args> --json <a temporary file>`, requires it to succeed, and returns the JSON.
+nlohmann::json cli_json(const std::string& args);
 
 /// The UserError that `f` throws; anything else (or nothing) fails the test.
 UserError error_of(const std::function<void()>& f);

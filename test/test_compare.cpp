@@ -20,12 +20,8 @@ namespace {
 
 const std::string kScenario = source_path("scenarios/gpt3-175b-h100-pp16.yaml");
 
-nlohmann::json compare_json(const std::string& schedules, const std::string& extra = "") {
-  const std::string json = temp_file("", ".json");
-  const auto r = run_cli("compare " + kScenario + " --schedules " + schedules + " --json " + json + extra);
-  REQUIRE(r.exit_code == 0);
-  std::ifstream in(json);
-  return nlohmann::json::parse(in);
+nlohmann::json compare_json(const std::string& schedules) {
+  return test::cli_json("compare " + kScenario + " --schedules " + schedules);
 }
 
 Seconds total(const std::vector<Segment>& segments) {

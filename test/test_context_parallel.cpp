@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "collectives/point_to_point.hpp"
@@ -15,20 +14,11 @@
 using namespace clustersim;
 using clustersim::test::run_cli;
 using clustersim::test::source_path;
-using clustersim::test::temp_file;
 
 namespace {
 
 const std::string kLlama = source_path("scenarios/llama3-405b-h100-16k-cp16.yaml");
 
-nlohmann::json run_json(const std::string& extra) {
-  const std::string json = temp_file("", ".json");
-  const auto r = run_cli("run " + kLlama + " --json " + json + extra);
-  INFO(r.stderr_text);
-  REQUIRE(r.exit_code == 0);
-  std::ifstream in(json);
-  return nlohmann::json::parse(in);
-}
 
 double flops_of(const std::vector<ComputeOp>& ops, ComputeKind kind) {
   double f = 0;
@@ -87,8 +77,8 @@ TEST_CASE("context parallelism gives each rank 1/cp of a layer's gemm and attent
 }
 
 TEST_CASE("llama 3 405b at 131k tokens with cp 16: ring attention hides its transfers and all-gather cp does not") {
-  const nlohmann::json gather = run_json("");
-  const nlohmann::json ring = run_json(" --set parallel.cp_comm=p2p");
+  const nlohmann::json gather = test::cli_json("run " + kLlama);
+  const nlohmann::json ring = test::cli_json("run " + kLlama + " --set parallel.cp_comm=p2p");
   const auto& g = gather["stages"][4]["time_s"];
   const auto& r = ring["stages"][4]["time_s"];
   CHECK(g["cp_exposed"].get<double>() > 0);
@@ -99,8 +89,8 @@ TEST_CASE("llama 3 405b at 131k tokens with cp 16: ring attention hides its tran
 
 TEST_CASE("context parallelism divides each rank's activations by cp") {
   // cp 16 against cp 8 on half the GPUs: the same microbatches, twice the tokens per rank.
-  const nlohmann::json cp16 = run_json("");
-  const nlohmann::json cp8 = run_json(" --set gpus=8192 --set parallel.cp=8");
+  const nlohmann::json cp16 = test::cli_json("run " + kLlama);
+  const nlohmann::json cp8 = test::cli_json("run " + kLlama + " --set gpus=8192 --set parallel.cp=8");
   for (int stage : {0, 7, 15}) {
     INFO("stage " << stage);
     CHECK(cp8["stages"][stage]["memory_bytes"]["activations"].get<double>() ==

@@ -3,7 +3,6 @@
 // expert replicas, and the scenario errors of expert parallelism.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -21,14 +20,6 @@ namespace {
 
 const std::string kDeepSeek = source_path("scenarios/deepseek-v3-h800-2048.yaml");
 
-nlohmann::json run_json(const std::string& scenario, const std::string& extra = "") {
-  const std::string json = temp_file("", ".json");
-  const auto r = run_cli("run " + scenario + " --json " + json + extra);
-  INFO(r.stderr_text);
-  REQUIRE(r.exit_code == 0);
-  std::ifstream in(json);
-  return nlohmann::json::parse(in);
-}
 
 /// A Mixtral scenario on the H800 cluster, tp 1, with the parallel block given.
 std::string mixtral_scenario(const std::string& parallel, int gpus) {
@@ -74,8 +65,8 @@ TEST_CASE("zero-1 shards dense optimizer state over dp and expert state over the
 }
 
 TEST_CASE("deepseek-v3 on 2048 h800s shows expert all-to-all time and imbalance only when routing is skewed") {
-  const nlohmann::json uniform = run_json(kDeepSeek);
-  const nlohmann::json skewed = run_json(kDeepSeek, " --set moe.routing=skewed --set moe.hot_factor=3");
+  const nlohmann::json uniform = test::cli_json("run " + kDeepSeek);
+  const nlohmann::json skewed = test::cli_json("run " + kDeepSeek + " --set moe.routing=skewed --set moe.hot_factor=3");
   const auto& mid_u = uniform["stages"][4]["time_s"];
   const auto& mid_s = skewed["stages"][4]["time_s"];
   CHECK(mid_u["ep_exposed"].get<double>() > 0);
@@ -89,8 +80,8 @@ TEST_CASE("deepseek-v3 on 2048 h800s shows expert all-to-all time and imbalance 
 }
 
 TEST_CASE("deepep dispatch exposes less all-to-all time than the plain all-to-all on deepseek-v3") {
-  const nlohmann::json deepep = run_json(kDeepSeek);
-  const nlohmann::json plain = run_json(kDeepSeek, " --set moe.dispatch=all_to_all");
+  const nlohmann::json deepep = test::cli_json("run " + kDeepSeek);
+  const nlohmann::json plain = test::cli_json("run " + kDeepSeek + " --set moe.dispatch=all_to_all");
   CHECK(deepep["stages"][4]["time_s"]["ep_exposed"].get<double>() <
         plain["stages"][4]["time_s"]["ep_exposed"].get<double>());
   CHECK(deepep["iteration_s"].get<double>() < plain["iteration_s"].get<double>());

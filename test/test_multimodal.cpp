@@ -2,7 +2,6 @@
 // memory, and the scenario errors it brings.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -17,14 +16,6 @@ namespace {
 
 const std::string kVlm = source_path("scenarios/vlm-llava-llama3-70b-h100-1024.yaml");
 
-nlohmann::json run_json(const std::string& extra) {
-  const std::string json = temp_file("", ".json");
-  const auto r = run_cli("run " + kVlm + " --json " + json + extra);
-  INFO(r.stderr_text);
-  REQUIRE(r.exit_code == 0);
-  std::ifstream in(json);
-  return nlohmann::json::parse(in);
-}
 
 }  // namespace
 
@@ -40,7 +31,7 @@ TEST_CASE("the encoder adds its layers and its projection to the parameter count
 }
 
 TEST_CASE("the encoder runs on the first stage only") {
-  const nlohmann::json vlm = run_json(""), text = run_json(" --set model=models/llama3-70b.yaml");
+  const nlohmann::json vlm = test::cli_json("run " + kVlm), text = test::cli_json("run " + kVlm + " --set model=models/llama3-70b.yaml");
   const auto compute = [](const nlohmann::json& j, int stage) { return j["stages"][stage]["time_s"]["compute"].get<double>(); };
   CHECK(compute(vlm, 0) > compute(text, 0));
   for (int stage : {1, 2, 3}) CHECK(compute(vlm, stage) == Approx(compute(text, stage)).epsilon(1e-9));

@@ -3,7 +3,6 @@
 // per-layer collectives in a real run, and the scenario errors.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -12,20 +11,11 @@
 using namespace clustersim;
 using clustersim::test::run_cli;
 using clustersim::test::source_path;
-using clustersim::test::temp_file;
 
 namespace {
 
 const std::string kLlama = source_path("scenarios/llama3-70b-h100-1024.yaml");
 
-nlohmann::json run_json(const std::string& extra) {
-  const std::string json = temp_file("", ".json");
-  const auto r = run_cli("run " + kLlama + " --json " + json + extra);
-  INFO(r.stderr_text);
-  REQUIRE(r.exit_code == 0);
-  std::ifstream in(json);
-  return nlohmann::json::parse(in);
-}
 
 }  // namespace
 
@@ -59,9 +49,9 @@ TEST_CASE("zero-3 memory is the shards plus the gathered layers, and without res
 }
 
 TEST_CASE("on llama 3 70b zero-3 saves memory and pays in per-layer collectives") {
-  const nlohmann::json z1 = run_json(""), z2 = run_json(" --set parallel.zero_stage=2"),
-                       z3 = run_json(" --set parallel.zero_stage=3"),
-                       kept = run_json(" --set parallel.zero_stage=3 --set parallel.reshard_after_forward=false");
+  const nlohmann::json z1 = test::cli_json("run " + kLlama), z2 = test::cli_json("run " + kLlama + " --set parallel.zero_stage=2"),
+                       z3 = test::cli_json("run " + kLlama + " --set parallel.zero_stage=3"),
+                       kept = test::cli_json("run " + kLlama + " --set parallel.zero_stage=3 --set parallel.reshard_after_forward=false");
   const auto mem = [](const nlohmann::json& j, const char* what) { return j["stages"][0]["memory_bytes"][what].get<double>(); };
   CHECK(mem(z2, "gradients") == Approx(mem(z1, "gradients") / 32).epsilon(1e-6));
   CHECK(mem(z3, "weights") < mem(z1, "weights") / 4);
