@@ -139,3 +139,14 @@ TEST_CASE("a stage_layers list that does not add up to the layers is an error at
                 " --allow-oom")
             .exit_code == 0);
 }
+
+TEST_CASE("a capacity factor caps the busiest experts and with it the imbalance") {
+  // Skewed routing: expert 0 gets 3x the mean. Capacity 1.0 drops what exceeds an expert's share.
+  const std::string capped = temp_file(test::shipped_with("scenarios/models/deepseek-v3.yaml", "dropless: true", "capacity_factor: 1.0"));
+  const std::string skew = " --set moe.routing=skewed --set moe.hot_factor=3";
+  const nlohmann::json dropless = test::cli_json("run " + kDeepSeek + skew);
+  const nlohmann::json dropping = test::cli_json("run " + kDeepSeek + skew + " --set model=" + capped);
+  const auto imbalance = [](const nlohmann::json& j) { return j["stages"][4]["time_s"]["expert_imbalance"].get<double>(); };
+  CHECK(imbalance(dropless) > 0);
+  CHECK(imbalance(dropping) < imbalance(dropless));
+}

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "workloads/layer_segments.hpp"
+#include "workloads/model_math.hpp"
 #include "workloads/moe_routing.hpp"
 
 #include <algorithm>
@@ -119,9 +120,15 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     ids.combine_shaped_grad = ids.combine;
     // The representative GPU computes the mean load and waits for the busiest: every rank's
     // timeline is the busiest's, and the breakdown shows the difference as imbalance.
+    // With a capacity factor an expert computes at most its capacity and drops the rest (GShard).
+    const std::optional<double> capacity = expert_capacity_tokens(s.model, double(tokens) * s.ep);
+    const std::size_t per_rank = routes.expert_load.size() / static_cast<std::size_t>(s.ep);
+    std::vector<double> rows(static_cast<std::size_t>(s.ep), 0);
+    for (std::size_t e = 0; e < routes.expert_load.size(); ++e)
+      rows[e / per_rank] += capacity ? std::min(routes.expert_load[e], *capacity) : routes.expert_load[e];
     double total = 0;
-    for (double load : routes.rank_load) total += load;
-    const double busiest = *std::max_element(routes.rank_load.begin(), routes.rank_load.end());
+    for (double r : rows) total += r;
+    const double busiest = *std::max_element(rows.begin(), rows.end());
     moe = moe_layer_segments(s, kernels, ids, {total / s.ep, busiest}, cp);
   }
 
