@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
+#include "workloads/memory_model.hpp"
 
 using clustersim::test::run_cli;
 using clustersim::test::source_path;
@@ -29,4 +30,17 @@ TEST_CASE("fp8 makes a compute-bound iteration faster than bf16 on the same gpus
     return std::stod(out.substr(out.find_first_of("0123456789", at)));
   };
   CHECK(seconds(fp8.stdout_text) < seconds(bf16.stdout_text));
+}
+
+TEST_CASE("fp8 training keeps its gemm inputs in one byte: 2sbh + 5sbh/t less per gpt layer") {
+  // GPT-3 175B shapes, no recompute, tp 8 without sequence parallelism: the QKV and FFN inputs
+  // (sbh each, kept whole), the attention projection's input (sbh/t) and the FFN down projection's
+  // input (4sbh/t) halve.
+  const clustersim::ModelSpec m = clustersim::load_model_spec(source_path("scenarios/models/gpt3-175b.yaml"));
+  clustersim::StageLoad load;
+  load.layers = 1;
+  const auto bf16 = clustersim::stage_memory(m, {1, 8, false, clustersim::Recompute::none, false}, load);
+  const auto fp8 = clustersim::stage_memory(m, {1, 8, false, clustersim::Recompute::none, true}, load);
+  const double sbh = 2048.0 * 12288;
+  CHECK(double(bf16.activations - fp8.activations) == Approx(2 * sbh + 5 * sbh / 8).epsilon(1e-9));
 }

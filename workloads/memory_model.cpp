@@ -21,9 +21,14 @@ double layer_bytes(const ModelSpec& m, const ActivationLayout& layout, Recompute
   if (recompute == Recompute::full) return 2 * sbh / whole_split;
 
   const double kv_width_per_rank = std::max(double(m.kv_heads) / t, 1.0) * m.head_dim();
-  const double ffn_inner = (m.ffn == FfnType::swiglu ? 6.0 : 4.0) * sb * m.ffn_hidden;
-  const double kept_whole = 10 * sbh / whole_split;
-  const double split = (2 * sbh /*Q*/ + 2 * sbh /*projection input*/ + ffn_inner) / t + 4 * sb * kv_width_per_rank;
+  // Bytes of a GEMM input: 2, or 1 when FP8 training keeps it in FP8.
+  const double gemm_in = layout.fp8_gemm_inputs ? 1.0 : 2.0;
+  // GELU: its input (2) and the down projection's input; SwiGLU: gate and up outputs (4), the
+  // down projection's input.
+  const double ffn_inner = ((m.ffn == FfnType::swiglu ? 4.0 : 2.0) + gemm_in) * sb * m.ffn_hidden;
+  // Two LayerNorm inputs (4), the QKV and FFN inputs (2 each), two dropout masks (2).
+  const double kept_whole = (6 + 2 * gemm_in) * sbh / whole_split;
+  const double split = (2 * sbh /*Q*/ + gemm_in * sbh /*projection input*/ + ffn_inner) / t + 4 * sb * kv_width_per_rank;
   const double attention_core = recompute == Recompute::none ? 5.0 * m.heads * m.seq_len * sb / t : 0.0;
   return kept_whole + split + attention_core;
 }

@@ -57,6 +57,9 @@ struct ActivationLayout {
   int tensor_parallel = 1;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
+  /// FP8 training keeps what its GEMMs read in FP8, 1 B/element (DeepSeek-V3 section 3.3): the
+  /// QKV and FFN inputs, the attention projection's input and the FFN down projection's input.
+  bool fp8_gemm_inputs = false;
 };
 
 /// What one pipeline stage holds; the caller takes the counts from the model and the schedule.
