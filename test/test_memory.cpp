@@ -283,3 +283,16 @@ TEST_CASE("A catalog entry may give decimal HBM and a GEMM efficiency curve") {
   CHECK(x->gemm_efficiency->fraction_of_peak(2e9) == Approx(0.4));
   CHECK(x->gemm_efficiency->fraction_of_peak(2e15) == Approx(0.8).epsilon(1e-5));
 }
+
+TEST_CASE("Flash attention keeps a log-sum-exp per query and head instead of the 5 a s^2 b scores") {
+  const clustersim::ModelSpec m = clustersim::load_model_spec(clustersim::test::source_path("scenarios/models/gpt3-175b.yaml"));
+  clustersim::StageLoad load;
+  load.layers = 1;
+  const double t = 8, sb = 2048, a = 96;
+  const clustersim::StageMemory unfused = clustersim::stage_memory(m, {1, 8, false, clustersim::Recompute::none, false, false}, load);
+  const clustersim::StageMemory flash = clustersim::stage_memory(m, {1, 8, false, clustersim::Recompute::none, false, true}, load);
+  CHECK(double(unfused.activations - flash.activations) == Approx(5 * a * 2048 * sb / t - 4 * a * sb / t).epsilon(1e-9));
+  // Selective recompute already drops the scores: the two agree there.
+  CHECK(clustersim::stage_memory(m, {1, 8, false, clustersim::Recompute::selective, false, false}, load).activations ==
+        clustersim::stage_memory(m, {1, 8, false, clustersim::Recompute::selective, false, true}, load).activations);
+}

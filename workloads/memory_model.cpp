@@ -29,7 +29,8 @@ double layer_bytes(const ModelSpec& m, const ActivationLayout& layout, Recompute
   // Two LayerNorm inputs (4), the QKV and FFN inputs (2 each), two dropout masks (2).
   const double kept_whole = (6 + 2 * gemm_in) * sbh / whole_split;
   const double split = (2 * sbh /*Q*/ + gemm_in * sbh /*projection input*/ + ffn_inner) / t + 4 * sb * kv_width_per_rank;
-  const double attention_core = recompute == Recompute::none ? 5.0 * m.heads * m.seq_len * sb / t : 0.0;
+  const double scores = layout.flash_attention ? 4.0 * m.heads * sb / t : 5.0 * m.heads * m.seq_len * sb / t;
+  const double attention_core = recompute == Recompute::none ? scores : 0.0;
   return kept_whole + split + attention_core;
 }
 

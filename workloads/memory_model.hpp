@@ -11,9 +11,9 @@
 // inner activations (8 + 8). Other shapes scale those terms: K and V by kv_heads (one replica per
 // rank once t > kv_heads), the FFN by ffn_hidden f; SwiGLU keeps gate and up (4 s b f) and the down
 // projection's input (2 s b f). The 10 s b h kept whole without sequence parallelism is the two
-// LayerNorm inputs, the QKV and FFN inputs and two dropout masks. Not modelled: flash attention
-// (which never stores the 5 a s^2 b scores, as selective recompute) and training without dropout
-// (no masks).
+// LayerNorm inputs, the QKV and FFN inputs and two dropout masks. With flash attention the
+// 5 a s^2 b scores are never stored (ActivationLayout::flash_attention). Not modelled: training
+// without dropout (no masks).
 #include "topologies/units.hpp"
 #include "workloads/model.hpp"
 
@@ -60,6 +60,9 @@ struct ActivationLayout {
   /// FP8 training keeps what its GEMMs read in FP8, 1 B/element (DeepSeek-V3 section 3.3): the
   /// QKV and FFN inputs, the attention projection's input and the FFN down projection's input.
   bool fp8_gemm_inputs = false;
+  /// A fused (flash) attention kernel never writes the a s^2 b scores, softmax and dropout mask
+  /// Korthikanti counts (5 a s^2 b / t bytes); it keeps one fp32 log-sum-exp per query and head.
+  bool flash_attention = false;
 };
 
 /// What one pipeline stage holds; the caller takes the counts from the model and the schedule.
