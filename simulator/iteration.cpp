@@ -99,15 +99,14 @@ class IterationBuilder {
   /// the links' latency.
   Seconds traffic_time(int traffic) {
     if (plan_.free_communication) return 0;
-    if (auto it = ep_cache_.find(traffic); it != ep_cache_.end()) return it->second;
+    if (auto it = traffic_cache_.find(traffic); it != traffic_cache_.end()) return it->second;
     const GroupTraffic& t = plan_.traffic.at(static_cast<std::size_t>(traffic));
     const FlowGraph graph =
         t.deepep ? lower_node_limited_all_to_all(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes,
                                                  ideal_protocol())
                  : lower_all_to_all_v(router_, t.gpus, t.bytes, *find_protocol("Simple"), false);
-    const std::vector<Seconds> finish = engine_.run(graph);
-    const Seconds time = finish.empty() ? 0 : *std::max_element(finish.begin(), finish.end());
-    ep_cache_.emplace(traffic, time);
+    const Seconds time = makespan(engine_.run(graph));
+    traffic_cache_.emplace(traffic, time);
     return time;
   }
 
@@ -301,9 +300,13 @@ class IterationBuilder {
     }
   }
 
-  /// The replicas of a rank's routed experts, when it has any.
-  const std::vector<int>* expert_dp(int rank) const {
-    return plan_.expert_dp_group.empty() ? nullptr : &plan_.expert_dp_group[static_cast<std::size_t>(rank)];
+  /// A chunk's gradients and the group that reduces each: dense weights over data parallelism,
+  /// routed experts over their replicas (when the plan has any).
+  std::vector<std::pair<const std::vector<int>*, Bytes>> gradient_groups(int rank, const StagePlan& sp) const {
+    std::vector<std::pair<const std::vector<int>*, Bytes>> out{{&plan_.dp_group[rank], sp.gradient_bytes}};
+    if (!plan_.expert_dp_group.empty())
+      out.emplace_back(&plan_.expert_dp_group[static_cast<std::size_t>(rank)], sp.expert_gradient_bytes);
+    return out;
   }
 
   /// Gradient collectives per chunk as its last backward ends, then the optimizer step, then (with
@@ -315,9 +318,7 @@ class IterationBuilder {
     // ZeRO-2/3 reduce-scatter gradients layer by layer during backward (dp_comm steps), not here.
     for (int c = 0; c < plan_.shape.chunks && plan_.zero_stage < 2; ++c) {
       const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
-      for (const auto& [group, bytes] : {std::pair(&plan_.dp_group[rank], sp.gradient_bytes),
-                                         std::pair(expert_dp(rank), sp.expert_gradient_bytes)}) {
-        if (!group) continue;
+      for (const auto& [group, bytes] : gradient_groups(rank, sp)) {
         const auto ends = add_collective(reduce, *group, bytes, last_of_chunk_.at({rank, c}));
         wait.insert(wait.end(), ends.begin(), ends.end());
         dp_flows_[rank].insert(dp_flows_[rank].end(), ends.begin(), ends.end());
@@ -334,9 +335,7 @@ class IterationBuilder {
       for (int c = 0; c < plan_.shape.chunks; ++c) {
         const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
         // Parameters are 16-bit, gradients are reduced in 32 bits: half the bytes.
-        for (const auto& [group, bytes] : {std::pair(&plan_.dp_group[rank], sp.gradient_bytes),
-                                           std::pair(expert_dp(rank), sp.expert_gradient_bytes)}) {
-          if (!group) continue;
+        for (const auto& [group, bytes] : gradient_groups(rank, sp)) {
           const auto ends = add_collective(Op::all_gather, *group, bytes / 2, opt_id);
           gather.insert(gather.end(), ends.begin(), ends.end());
         }
@@ -444,7 +443,7 @@ class IterationBuilder {
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
   std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
   std::map<std::tuple<int, CommGroup, Op, Bytes>, Seconds> tp_cache_;
-  std::map<int, Seconds> ep_cache_;
+  std::map<int, Seconds> traffic_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
   std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;
   Bytes pp_bytes_ = 0;

@@ -386,6 +386,12 @@ std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward) {
   return out;
 }
 
+ComputeOp encoder_projection_op(const ModelSpec& m, int microbatch, int tensor_parallel) {
+  assert(m.encoder && tensor_parallel > 0 && "a model with an encoder");
+  return gemm("encoder_projection", long(microbatch) * m.encoder->tokens, long(double(m.hidden) / tensor_parallel),
+              m.encoder->hidden);
+}
+
 ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel) {
   assert(tensor_parallel > 0 && "tensor parallel size is positive");
   // Megatron pads the vocabulary to a multiple of the tensor-parallel size.

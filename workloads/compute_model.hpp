@@ -132,6 +132,10 @@ MoeLayerOps moe_layer_forward_ops(const ModelSpec& m, int microbatch, int tensor
 /// writes dQ, dK, dV); an elementwise op's backward moves twice its bytes.
 std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward);
 
+/// A multimodal encoder's projection to the language model's width on one GPU, its output split
+/// over tensor_parallel.
+ComputeOp encoder_projection_op(const ModelSpec& m, int microbatch, int tensor_parallel);
+
 /// The logit GEMM on one GPU, vocabulary split over tensor_parallel (cross-entropy not modeled).
 ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel);
 

@@ -274,7 +274,7 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   const Seconds wait_bwd = ops_time(s, kernels, backward_ops(busiest.experts)) - ops_time(s, kernels, backward_ops(own.experts));
   if (wait_bwd > 0)
     out.backward_input.push_back({SegmentKind::imbalance, "expert imbalance", wait_bwd, Op::all_reduce, 0});
-  out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine_shaped_grad));
+  out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine));
   backward_layer(s, backward_ops(own.before_dispatch), tp_bytes, bi, bw);
   add_recompute(s, kernels, out.forward, own.before_dispatch, out);
 

@@ -27,9 +27,10 @@ struct ContextParallelPlan {
 LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const ContextParallelPlan& cp = {});
 
 /// The all-to-alls of an MoE layer, as indices into IterationPlan::traffic: forward dispatch and
-/// combine; in backward the combine's gradient travels like a dispatch and the dispatch's like a combine.
+/// combine; in backward the combine's gradient travels like a dispatch (in BF16, which may differ
+/// from the forward dispatch's FP8) and the dispatch's gradient like the combine.
 struct MoeTrafficIds {
-  int dispatch = -1, combine = -1, dispatch_shaped_grad = -1, combine_shaped_grad = -1;
+  int dispatch = -1, combine = -1, dispatch_shaped_grad = -1;
 };
 /// Token-expert pairs per GPU: what the representative GPU computes (the group's mean) and what
 /// the busiest GPU of its expert-parallel group computes, whom every all-to-all waits for.

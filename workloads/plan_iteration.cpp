@@ -46,8 +46,8 @@ GroupTraffic moe_traffic(const std::string& label, const std::vector<int>& gpus,
     for (std::size_t j = 0; j < n; ++j) {
       if (i == j) continue;
       const std::size_t relay = static_cast<std::size_t>(routes.relay(static_cast<int>(i), static_cast<int>(j)));
-      const double b = routes.nvlink_tokens[i][j] * bytes_per_token;
       if (relay == j) continue;
+      const double b = routes.nvlink_tokens[i][j] * bytes_per_token;
       if (!combine) out.nvlink_bytes[relay][j] += b;
       else out.nvlink_bytes[j][relay] += b;
     }
@@ -106,8 +106,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   std::optional<LayerSegments> moe;
   if (s.model.moe) {
     const MoeLayerTraffic routes = route_moe_layer(s.moe_routing(static_cast<std::int64_t>(tokens)));
-    std::vector<int> ep_gpus = layout.group(layout.rank({}), Dim::dp);
-    ep_gpus.resize(static_cast<std::size_t>(s.ep));
+    const std::vector<int> ep_gpus = s.ep_group();
     // DeepSeek-V3 dispatches in FP8 when it computes in FP8, and combines in BF16 (section 3.3).
     const double dispatch_bytes = token_bytes(s.model.hidden, s.precision == "fp8" ? WireFormat::fp8 : WireFormat::bf16);
     const double bf16_bytes = token_bytes(s.model.hidden, WireFormat::bf16);
@@ -117,7 +116,6 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     ids.dispatch_shaped_grad = dispatch_bytes == bf16_bytes
                                    ? ids.dispatch
                                    : add(moe_traffic("moe combine grad", ep_gpus, routes, s.moe.deepep, bf16_bytes, false));
-    ids.combine_shaped_grad = ids.combine;
     // The representative GPU computes the mean load and waits for the busiest: every rank's
     // timeline is the busiest's, and the breakdown shows the difference as imbalance.
     // With a capacity factor an expert computes at most its capacity and drops the rest (GShard).
@@ -136,23 +134,18 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   // own layers (sequences of its own length, never split by context parallelism), then the
   // projection to the language model's width.
   std::optional<LayerSegments> encoder;
-  std::optional<ComputeOp> projector;
   if (s.model.encoder) {
     ScenarioSpec e = s;
     e.model = encoder_model(s.model);
     e.layout.cp = 1;
     e.zero_stage = std::min(s.zero_stage, 1);  // its per-layer collectives are not modelled
     encoder = dense_layer_segments(e, kernels);
-    ComputeOp op;
-    op.name = "encoder_projection";
-    op.kind = ComputeKind::gemm;
-    const double rows = double(s.microbatch) * e.model.seq_len, k = e.model.hidden, n = double(s.model.hidden) / t;
-    op.shape = {long(rows), long(n), long(k)};
-    op.flops = 2 * rows * k * n;
-    op.hbm_bytes = static_cast<Bytes>(2 * (rows * k + k * n + rows * n));
-    projector = op;
   }
 
+  // A GEMM outside the transformer layers (encoder projection, logits) as one compute step.
+  auto timed = [&](const ComputeOp& op, const std::string& label) {
+    return Segment{SegmentKind::compute, label, op_time(s.gpu, s.precision, op, kernels), Op::all_reduce, 0};
+  };
   const ComputeOp logits = logits_forward_op(s.model, s.microbatch, t);
   const std::vector<ComputeOp> logits_bwd = backward_ops({logits});
   for (int stage = 0; stage < stages; ++stage) {
@@ -178,20 +171,20 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
         bwd_w.insert(bwd_w.end(), encoder->backward_weight.begin(), encoder->backward_weight.end());
         params += encoder->params_on_gpu;
       }
-      fwd.push_back({SegmentKind::compute, "encoder projection", op_time(s.gpu, s.precision, *projector, kernels), Op::all_reduce, 0});
-      for (const ComputeOp& op : backward_ops({*projector}))
-        (op.pass == OpPass::backward_weight ? bwd_w : bwd_in)
-            .push_back({SegmentKind::compute, op.name, op_time(s.gpu, s.precision, op, kernels), Op::all_reduce, 0});
-      params += double(projector->shape.k) * double(projector->shape.n);
+      const ComputeOp projector = encoder_projection_op(s.model, s.microbatch, t);
+      fwd.push_back(timed(projector, "encoder projection"));
+      for (const ComputeOp& op : backward_ops({projector}))
+        (op.pass == OpPass::backward_weight ? bwd_w : bwd_in).push_back(timed(op, op.name));
+      params += double(projector.shape.k) * double(projector.shape.n);
       sp.forward.insert(sp.forward.begin(), fwd.begin(), fwd.end());
       sp.backward_input.insert(sp.backward_input.end(), bwd_in.begin(), bwd_in.end());
       sp.backward_weight.insert(sp.backward_weight.end(), bwd_w.begin(), bwd_w.end());
     }
     if (stage == stages - 1) {
       // The output layer: logits GEMM forward, its input and weight gradients backward.
-      sp.forward.push_back({SegmentKind::compute, "logits", op_time(s.gpu, s.precision, logits, kernels), Op::all_reduce, 0});
+      sp.forward.push_back(timed(logits, "logits"));
       for (const ComputeOp& op : logits_bwd) {
-        const Segment seg{SegmentKind::compute, op.name, op_time(s.gpu, s.precision, op, kernels), Op::all_reduce, 0};
+        const Segment seg = timed(op, op.name);
         (op.pass == OpPass::backward_weight ? sp.backward_weight : sp.backward_input).insert(
             op.pass == OpPass::backward_weight ? sp.backward_weight.end() : sp.backward_input.begin(), seg);
       }
@@ -231,8 +224,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     }
     params_per_rank_max = std::max(params_per_rank_max, params);
   }
-  const double optimizer_params = params_per_rank_max;
-  plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(optimizer_params), kernels);
+  plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(params_per_rank_max), kernels);
   plan.channels = 2 * s.cluster.node.nics;
   if (s.model.tied_embeddings && stages > 1) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);
   return plan;

@@ -227,11 +227,12 @@ void read_moe(const YamlField& root, const YamlField& parallel, ScenarioSpec& s)
     return;
   }
   const MoeSpec& moe = *s.model.moe;
+  const YamlField ep_field = parallel.find("ep") ? parallel.child("ep") : parallel;
   if (s.layout.dp % s.ep != 0)
-    (parallel.find("ep") ? parallel.child("ep") : parallel).fail(
-        "expected ep to divide dp (" + std::to_string(s.layout.dp) + "): expert parallelism is carved out of data parallelism");
+    ep_field.fail("expected ep to divide dp (" + std::to_string(s.layout.dp) +
+                  "): expert parallelism is carved out of data parallelism");
   if (moe.routed_experts % s.ep != 0)
-    (parallel.find("ep") ? parallel.child("ep") : parallel).fail(
+    ep_field.fail(
         "expected a divisor of the " + std::to_string(moe.routed_experts) + " routed experts of " + model + ", got " +
         std::to_string(s.ep));
   if (block) {
@@ -244,7 +245,7 @@ void read_moe(const YamlField& root, const YamlField& parallel, ScenarioSpec& s)
   const MoeRoutingSpec routing = s.moe_routing(1);
   const int nodes = (s.ep + routing.ranks_per_node - 1) / routing.ranks_per_node;
   if (moe.node_limit && *moe.node_limit > nodes)
-    (parallel.find("ep") ? parallel.child("ep") : parallel).fail(
+    ep_field.fail(
         "expected the " + std::to_string(s.ep) + " expert-parallel ranks to span at least the " +
         std::to_string(*moe.node_limit) + " nodes " + model + " routes a token to; they span " + std::to_string(nodes));
   if (auto e = check_moe_routing(routing)) {
@@ -275,14 +276,20 @@ MoeRoutingSpec ScenarioSpec::moe_routing(std::int64_t tokens_per_rank) const {
     r.node_limit = model.moe->node_limit.value_or(0);
   }
   r.ep = ep;
-  std::vector<int> dp = layout.group(layout.rank({}), Dim::dp);
+  const std::vector<int> gpus = ep_group();
   int same_node = 0;
-  for (int i = 0; i < ep; ++i) same_node += dp[static_cast<std::size_t>(i)] / cluster.node.gpus == dp.front() / cluster.node.gpus;
+  for (int g : gpus) same_node += g / cluster.node.gpus == gpus.front() / cluster.node.gpus;
   r.ranks_per_node = same_node;
   r.model = moe.routing;
   r.hot_factor = moe.hot_factor;
   r.seed = moe.seed;
   return r;
+}
+
+std::vector<int> ScenarioSpec::ep_group() const {
+  std::vector<int> gpus = layout.group(layout.rank({}), Dim::dp);
+  gpus.resize(static_cast<std::size_t>(ep));
+  return gpus;
 }
 
 std::vector<std::string> scenario_fields() {

@@ -64,6 +64,8 @@ struct ScenarioSpec {
   /// The routing of one MoE layer over the representative expert-parallel group, `tokens_per_rank`
   /// tokens on each of its ranks.
   MoeRoutingSpec moe_routing(std::int64_t tokens_per_rank) const;
+  /// The GPUs of the representative expert-parallel group: tp 0, pp 0, the first ep data-parallel ranks.
+  std::vector<int> ep_group() const;
 };
 
 /// Reads, overrides and validates a scenario. Each of these is a UserError at the field to change:

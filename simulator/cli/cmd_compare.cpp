@@ -33,12 +33,14 @@ int chunks_for(const Schedule& s, int scenario_chunks) {
   return scenario_chunks > 1 ? scenario_chunks : 2;
 }
 
-nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name, const KernelTable* kernels) {
+/// One schedule's row; `scenario_chunks` is the scenario's own virtual_stages, read once by the caller.
+nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name, int scenario_chunks,
+                                const KernelTable* kernels) {
   nlohmann::ordered_json row;
   row["schedule"] = name;
   try {
     const Schedule& schedule = *find_schedule(name);
-    const int v = chunks_for(schedule, load_scenario(o.scenario, o.overrides).virtual_stages);
+    const int v = chunks_for(schedule, scenario_chunks);
     std::vector<std::string> overrides = o.overrides;
     overrides.push_back("schedule=" + name);
     overrides.push_back("parallel.virtual_stages=" + std::to_string(v));
@@ -136,13 +138,14 @@ void add_compare_command(CLI::App& app) {
       if (!find_schedule(name))
         throw UserError("command line", 0, "--schedules",
                         "expected pipeline schedules from: " + schedule_names() + "; got '" + name + "'");
-    load_scenario(o->scenario, o->overrides);  // a bad file or override is the user's error, for every row
+    // A bad file or override is the user's error, for every row.
+    const int scenario_chunks = load_scenario(o->scenario, o->overrides).virtual_stages;
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels);
     std::vector<nlohmann::ordered_json> rows;
     for (const std::string& name : o->schedules)
       rows.push_back(nlohmann::ordered_json::parse(
-          run_in_child([&] { return simulate(*o, name, kernels ? &*kernels : nullptr).dump(); })));
+          run_in_child([&] { return simulate(*o, name, scenario_chunks, kernels ? &*kernels : nullptr).dump(); })));
     print_rows(o->scenario, rows);
     if (!o->svg.empty()) write_file(o->svg, svg_of(rows), "--svg");
     if (!o->json.empty()) {
