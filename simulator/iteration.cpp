@@ -262,13 +262,14 @@ class IterationBuilder {
   /// stage, once both have run their last backward of those stages.
   void add_embedding_sync() {
     const int last_stage = static_cast<int>(plan_.stages.size()) - 1;
-    if (plan_.embedding_sync_bytes == 0 || last_stage == 0) return;
+    const int first_stage = plan_.embedding_stage;
+    if (plan_.embedding_sync_bytes == 0 || last_stage == first_stage) return;
     // A schedule that holds stages twice (DualPipe) keeps a first and a last stage on one rank: the
     // tied gradients meet there, and the replica sync sums the copies.
-    for (const auto& [rank, chunk] : holders_[0])
+    for (const auto& [rank, chunk] : holders_[first_stage])
       for (const auto& [other, other_chunk] : holders_[last_stage])
         if (rank == other) return;
-    const auto [first_rank, first_chunk] = holders_[0].front();
+    const auto [first_rank, first_chunk] = holders_[first_stage].front();
     const auto [last_rank, last_chunk] = holders_[last_stage].front();
     sync_after({{first_rank, first_chunk}, {last_rank, last_chunk}}, plan_.embedding_sync_bytes);
   }

@@ -25,7 +25,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
   for (int r = 0; r < p; ++r) {
     double params = 0, expert_params = 0;
     int layers = 0, moe_layers = 0;
-    bool first = false, last = false;
+    bool first = false, last = false, holds_encoder = false;
     for (int c = 0; c < v; ++c) {
       const int stage = plan.schedule->chunk_stage(plan.shape, r, c);
       params += static_cast<double>(plan.stages[stage].gradient_bytes) / 4;
@@ -34,7 +34,8 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
         ++layers;
         moe_layers += s.model.is_moe_layer(l);
       }
-      first = first || stage == 0;
+      first = first || stage == s.first_language_stage();
+      holds_encoder = holds_encoder || stage == 0;
       last = last || stage == stages - 1;
     }
     StageLoad load;
@@ -48,7 +49,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     load.moe_layers = moe_layers * unit;
     load.in_flight_microbatches = shape_timing.peak_in_flight_microbatches[r];
     load.first_stage = first;
-    if (first && s.model.encoder)
+    if (holds_encoder && s.model.encoder)
       load.extra_activation_bytes =
           s.model.encoder->layers * static_cast<double>(activation_bytes_per_layer(
                                         encoder_model(s.model), s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute));

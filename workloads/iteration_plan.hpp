@@ -78,6 +78,7 @@ struct IterationPlan {
   /// Tied input embedding and output layer on different pipeline ranks: their gradients are summed
   /// by an all-reduce between the first and the last stage (per TP rank) before the optimizer step.
   Bytes embedding_sync_bytes = 0;
+  int embedding_stage = 0;  // the model stage holding the input embedding: the first with language layers
   int channels = 2;                       // per collective, for TP, PP and DP flows
   bool free_communication = false;        // every transfer and collective takes no time
 };

@@ -82,7 +82,9 @@ std::optional<EncoderSpec> parse_encoder(const YamlField& root) {
   e.ffn_hidden = read_int(block->child("ffn_hidden"));
   e.ffn = block->child("ffn").as_choice({"gelu", "swiglu"}) == "gelu" ? FfnType::gelu : FfnType::swiglu;
   e.tokens = read_int(block->child("tokens"));
-  if (auto p = block->find("placement")) p->as_choice({"first_stage"});
+  if (auto p = block->find("placement"))
+    e.placement = p->as_choice({"first_stage", "own_stage"}) == "own_stage" ? EncoderPlacement::own_stage
+                                                                             : EncoderPlacement::first_stage;
   return e;
 }
 

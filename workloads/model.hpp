@@ -47,6 +47,10 @@ struct MoeSpec {
 /// Conformer-like stack on audio frames): dense transformer layers of their own shape over `tokens`
 /// positions per sample, then a projection to the language model's width. It runs on the first
 /// pipeline stage, before the language model's layers (placement: first_stage).
+/// Where an encoder runs: on the first pipeline stage before the language model's first layers, or
+/// as a pipeline stage of its own (Megatron-Core's encoder pipeline stage), whose ranks hold only it.
+enum class EncoderPlacement { first_stage, own_stage };
+
 struct EncoderSpec {
   std::string name;
   int layers = 0;
@@ -55,6 +59,7 @@ struct EncoderSpec {
   int ffn_hidden = 0;
   FfnType ffn = FfnType::gelu;
   int tokens = 0;  // positions per sample (patches, frames)
+  EncoderPlacement placement = EncoderPlacement::first_stage;
 };
 
 struct ModelSpec {

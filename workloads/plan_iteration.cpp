@@ -161,7 +161,8 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       params += layer.params_on_gpu;
       expert_params += layer.expert_params_on_gpu;
     }
-    if (stage == 0) params += embedding_params;
+    const int first_language = s.first_language_stage();
+    if (stage == first_language) params += embedding_params;
     if (stage == 0 && encoder) {
       std::vector<Segment> fwd, bwd_in, bwd_w;
       for (int l = 0; l < s.model.encoder->layers; ++l) {
@@ -188,7 +189,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
         (op.pass == OpPass::backward_weight ? sp.backward_weight : sp.backward_input).insert(
             op.pass == OpPass::backward_weight ? sp.backward_weight.end() : sp.backward_input.begin(), seg);
       }
-      if (!s.model.tied_embeddings || stages > 1) params += embedding_params;
+      if (!s.model.tied_embeddings || stage > first_language) params += embedding_params;
     }
     sp.activation_bytes = tp_bytes / static_cast<Bytes>(t);
     sp.gradient_bytes = static_cast<Bytes>(params * 4);
@@ -226,7 +227,8 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   }
   plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(params_per_rank_max), kernels);
   plan.channels = 2 * s.cluster.node.nics;
-  if (s.model.tied_embeddings && stages > 1) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);
+  plan.embedding_stage = s.first_language_stage();
+  if (s.model.tied_embeddings && stages - 1 > plan.embedding_stage) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);
   return plan;
 }
 

@@ -157,7 +157,8 @@ void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
   if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
     f.child("cp").fail("expected 2 x cp (" + std::to_string(2 * l.cp) + ") to divide the sequence length " +
                        std::to_string(m.seq_len) + model + ": balanced causal sharding cuts it into 2 x cp chunks");
-  if (!f.find("stage_layers") && m.layers % l.pp != 0)
+  const bool own_encoder_stage = m.encoder && m.encoder->placement == EncoderPlacement::own_stage;
+  if (!f.find("stage_layers") && !own_encoder_stage && m.layers % l.pp != 0)
     f.child("pp").fail("expected a divisor of the " + std::to_string(m.layers) + " layers" + model);
   if (m.heads % l.tp != 0)
     f.child("tp").fail("expected a divisor of the " + std::to_string(m.heads) + " attention heads" + model);
@@ -193,12 +194,21 @@ void read_schedule(const YamlField& f, const YamlField& parallel, ScenarioSpec& 
            std::to_string(shape.microbatches) + " microbatches, virtual_stages = " + std::to_string(shape.chunks) +
            ": " + *why);
   const int stages = s.schedule->model_stages(shape);
+  // An encoder on a stage of its own takes the first model stage; the language model's layers
+  // fill the others.
+  const int encoder_stages = s.first_language_stage();
+  if (encoder_stages > 0 && stages < 2)
+    f.fail("an encoder with placement own_stage needs at least 2 model stages; " + s.schedule_name + " has " +
+           std::to_string(stages));
   if (auto listed = parallel.find("stage_layers")) {
     const std::vector<long> counts = listed->as_integer_list();
     long sum = 0;
-    for (long c : counts) {
-      if (c < 1) listed->fail("expected a positive layer count for every model stage");
-      sum += c;
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+      if (k < std::size_t(encoder_stages) && counts[k] != 0)
+        listed->fail("expected 0 language-model layers on stage 0: the encoder has it to itself (placement own_stage)");
+      if (k >= std::size_t(encoder_stages) && counts[k] < 1)
+        listed->fail("expected a positive layer count for every model stage");
+      sum += counts[k];
     }
     if (counts.size() != static_cast<std::size_t>(stages) || sum != s.model.layers)
       listed->fail("expected " + std::to_string(stages) + " layer counts (the model stages of " + s.schedule_name +
@@ -207,8 +217,14 @@ void read_schedule(const YamlField& f, const YamlField& parallel, ScenarioSpec& 
     s.stage_layers.assign(counts.begin(), counts.end());
     return;
   }
-  s.stage_layers.assign(stages, s.model.layers / std::max(stages, 1));
-  if (s.model.layers % stages != 0) {
+  const int language_stages = stages - encoder_stages;
+  s.stage_layers.assign(stages, s.model.layers / std::max(language_stages, 1));
+  std::fill_n(s.stage_layers.begin(), encoder_stages, 0);
+  if (encoder_stages > 0 && s.model.layers % language_stages != 0)
+    parallel.child("pp").fail("expected the " + std::to_string(language_stages) + " model stages after the encoder's to divide the " +
+                              std::to_string(s.model.layers) + " layers of " + s.model.name + " (" + s.model.file +
+                              "), or a stage_layers list starting with 0");
+  if (s.model.layers % stages != 0 && encoder_stages == 0) {
     const std::string layers = " to divide the " + std::to_string(s.model.layers) + " layers of " + s.model.name + " (" + s.model.file + ")";
     if (s.schedule->chunks_required() > 0 && !chunks_given)
       f.fail(s.schedule_name + " splits the model into " + std::to_string(stages) + " stages (pp " +

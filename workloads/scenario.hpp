@@ -61,6 +61,10 @@ struct ScenarioSpec {
   ScheduleShape schedule_shape() const { return {layout.pp, microbatches(), virtual_stages, 0}; }
   /// The first layer of model stage k.
   int first_layer(int stage) const;
+  /// The first model stage with language-model layers: 1 when an encoder has a stage of its own.
+  int first_language_stage() const {
+    return model.encoder && model.encoder->placement == EncoderPlacement::own_stage ? 1 : 0;
+  }
   /// The routing of one MoE layer over the representative expert-parallel group, `tokens_per_rank`
   /// tokens on each of its ranks.
   MoeRoutingSpec moe_routing(std::int64_t tokens_per_rank) const;
