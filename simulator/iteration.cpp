@@ -310,8 +310,9 @@ class IterationBuilder {
     return out;
   }
 
-  /// Gradient collectives per chunk as its last backward ends, then the optimizer step, then (with
-  /// the distributed optimizer) the parameter all-gather.
+  /// Gradient collectives per chunk as its last backward ends (or, not overlapped, as the rank's
+  /// last backward ends), then the optimizer step, then (with the distributed optimizer) the
+  /// parameter all-gather.
   void add_tail(int rank) {
     std::vector<FlowId> wait{rank_last_.at(rank)};
     wait.insert(wait.end(), extra_waits_[rank].begin(), extra_waits_[rank].end());
@@ -320,7 +321,8 @@ class IterationBuilder {
     for (int c = 0; c < plan_.shape.chunks && plan_.zero_stage < 2; ++c) {
       const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
       for (const auto& [group, bytes] : gradient_groups(rank, sp)) {
-        const auto ends = add_collective(reduce, *group, bytes, last_of_chunk_.at({rank, c}));
+        const FlowId start = plan_.overlap_grad_reduce ? last_of_chunk_.at({rank, c}) : rank_last_.at(rank);
+        const auto ends = add_collective(reduce, *group, bytes, start);
         wait.insert(wait.end(), ends.begin(), ends.end());
         dp_flows_[rank].insert(dp_flows_[rank].end(), ends.begin(), ends.end());
       }

@@ -102,6 +102,32 @@ TEST_CASE("a gradient all-reduce across data parallelism is exposed after the la
   CHECK(r.ranks[0].dp_exposed_s == Approx(all_reduce).epsilon(1e-9));
 }
 
+TEST_CASE("without overlap, every chunk's gradient all-reduce waits for the rank's last backward") {
+  // One rank, two chunks: chunk 1's last backward ends before chunk 0's. Overlapped, its all-reduce
+  // starts there; not overlapped (Megatron-LM before --overlap-grad-reduce), both start at the end.
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  IterationPlan plan = uniform_plan("interleaved", 1, 4, 2, 1e-3, 2e-3);
+  plan.free_communication = false;
+  plan.dp_group = {{0, 8, 16, 24}};
+  plan.optimizer_s = 5e-3;
+  const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], plan.stages[0].gradient_bytes, plan.channels,
+                              *find_protocol("Simple"), 0};
+  FlowGraph both = find_algorithm("ring")->lower(router, req);
+  const FlowGraph second = find_algorithm("ring")->lower(router, req);
+  const FlowId base = static_cast<FlowId>(both.flows.size());
+  for (Flow f : second.flows) {
+    for (FlowId& a : f.after) a += base;
+    both.add(std::move(f));
+  }
+  const Seconds two_all_reduces = makespan(engine.run(both));
+  plan.overlap_grad_reduce = false;
+  const IterationResult serial = simulate_iteration(engine, router, plan);
+  check_exact(serial.iteration_s, 4 * 3e-3 + two_all_reduces + 5e-3);
+  plan.overlap_grad_reduce = true;
+  CHECK(simulate_iteration(engine, router, plan).iteration_s < serial.iteration_s - 1e-4);
+}
+
 TEST_CASE("the tied embedding's gradient all-reduce between first and last stage comes after both backwards") {
   // Two stages, one microbatch, no other communication: F0 F1 B1 B0, then the all-reduce between
   // the two stages' GPUs, then the optimizer.

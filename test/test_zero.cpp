@@ -75,4 +75,7 @@ TEST_CASE("zero stage errors name the field") {
   const auto reshard = run_cli("run " + kLlama + " --set parallel.reshard_after_forward=false");
   CHECK(reshard.exit_code == 2);
   CHECK_THAT(reshard.stderr_text, Catch::Contains(": parallel.reshard_after_forward: expected only with zero_stage 3"));
+  const auto serial = run_cli("run " + kLlama + " --set parallel.zero_stage=2 --set parallel.overlap_grad_reduce=false");
+  CHECK(serial.exit_code == 2);
+  CHECK_THAT(serial.stderr_text, Catch::Contains(": parallel.overlap_grad_reduce: expected true with zero_stage 2"));
 }

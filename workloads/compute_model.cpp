@@ -173,6 +173,13 @@ Roofline roofline(const GpuModel& gpu, const std::string& dtype, const ComputeOp
   }
   need(gpu.hbm_efficiency.has_value(), "hbm_efficiency");
   const double hbm_fraction = gpu.hbm_efficiency ? gpu.hbm_efficiency->fraction : 1.0;
+  if (op.score_bytes > 0) {
+    // The score matrix's traffic does not hide under math this thin (catalog: score_matmul_efficiency).
+    need(gpu.score_matmul_efficiency.has_value(), "score_matmul_efficiency");
+    const double fraction = gpu.score_matmul_efficiency ? gpu.score_matmul_efficiency->score_hbm_fraction : 1.0;
+    r.seconds = op.flops / *peak + double(op.score_bytes) / (gpu.hbm_bandwidth_Bps * fraction);
+    return r;
+  }
   const Seconds compute_s = executed_flops / (*peak * compute_fraction);
   const Seconds memory_s = double(op.hbm_bytes) / (gpu.hbm_bandwidth_Bps * hbm_fraction);
   r.seconds = std::max(compute_s, memory_s);
@@ -249,9 +256,11 @@ std::vector<ComputeOp> attention_core_ops(const ModelSpec& m, int microbatch, lo
     core.push_back(elementwise("softmax", pairs * m.seq_len, kv_len, 4));
     core.push_back(elementwise("attn_dropout", pairs * m.seq_len, kv_len, 5));
     core.push_back(gemm("attn_context", pairs * m.seq_len, v_dim, kv_len));
+    const Bytes scores = Bytes(kActivationBytes * double(pairs) * double(m.seq_len) * double(kv_len));
     for (ComputeOp& op : core) {
       op.attention_core = true;
       op.weightless = op.kind == ComputeKind::gemm;
+      if (op.weightless) op.score_bytes = scores;
     }
     return core;
   }
@@ -373,7 +382,10 @@ std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward) {
       const auto [m, n, k] = std::tuple(f.shape.m, f.shape.n, f.shape.k);
       out.push_back(gemm(f.name + ".dgrad", m, k, n, OpPass::backward_input));
       out.push_back(gemm(f.name + ".wgrad", k, n, m, f.weightless ? OpPass::backward_input : OpPass::backward_weight));
-      out[out.size() - 2].attention_core = out.back().attention_core = f.attention_core;
+      for (ComputeOp* b : {&out[out.size() - 2], &out.back()}) {
+        b->attention_core = f.attention_core;
+        b->score_bytes = f.score_bytes;  // each gradient of a score matmul writes or reads the scores
+      }
       continue;
     }
     ComputeOp b = f;

@@ -56,6 +56,7 @@ struct ComputeOp {
   bool causal = false;  // attention: the kernel executes half of `flops`
   bool weightless = false;  // a GEMM of two activations (unfused attention): both gradients are input gradients
   bool attention_core = false;  // what selective recomputation repeats
+  Bytes score_bytes = 0;  // unfused attention's matmuls: the s x s score matrix they write or read
 };
 
 /// Measured kernel times by (gpu, op, dtype, m, n, k). Matching is exact on all six: a listed op

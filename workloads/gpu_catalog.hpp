@@ -39,6 +39,14 @@ struct HbmEfficiency {
   std::string source;
 };
 
+/// Unfused attention's batched matmuls (QK^T, scores x V and their gradients): their inner or outer
+/// dimension is one head's width, so each runs its math at peak but writes or reads the s x s score
+/// matrix at this fraction of HBM bandwidth, not overlapped with the math.
+struct ScoreMatmulEfficiency {
+  double score_hbm_fraction = 1.0;
+  std::string source;
+};
+
 struct GpuModel {
   std::string name;
   std::map<std::string, double> peak_flops_per_s;  // dense, by datatype ("bf16", "fp8", ...)
@@ -47,6 +55,7 @@ struct GpuModel {
   std::optional<GemmEfficiency> gemm_efficiency;
   std::optional<AttentionEfficiency> attention_efficiency;
   std::optional<HbmEfficiency> hbm_efficiency;
+  std::optional<ScoreMatmulEfficiency> score_matmul_efficiency;
   std::string source;
   // Where the entry is written, so a missing calibration can be reported there.
   std::string catalog_file;

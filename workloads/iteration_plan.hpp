@@ -73,6 +73,7 @@ struct IterationPlan {
   std::vector<std::vector<int>> cp_group; // pipeline rank -> GPUs sharing its sequences (context parallel)
   std::vector<GroupTraffic> traffic;      // the all-to-alls and ring steps segments refer to
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
+  bool overlap_grad_reduce = true;        // false: gradient collectives wait for the rank's last backward
   int zero_stage = 0;                     // 2, 3: gradients reduce-scattered per layer; 3: parameters gathered per layer
   Seconds optimizer_s = 0;                // optimizer step on one GPU of a pipeline rank
   /// Tied input embedding and output layer on different pipeline ranks: their gradients are summed

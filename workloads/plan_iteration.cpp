@@ -88,6 +88,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   plan.shape = s.schedule_shape();
   plan.distributed_optimizer = s.distributed_optimizer;
   plan.zero_stage = s.zero_stage;
+  plan.overlap_grad_reduce = s.overlap_grad_reduce;
   const ParallelLayout& layout = s.layout;
   const int p = layout.pp, v = s.virtual_stages, t = layout.tp;
   // p * v stages, or p for a schedule that holds each stage twice (DualPipe).

@@ -20,7 +20,7 @@ const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
     "precision", "recompute", "attention", "moe"};
 const std::initializer_list<const char*> kParallelFields = {
-    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "order"};
+    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "order"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 
 std::string join(const std::vector<std::string>& items) {
@@ -122,6 +122,12 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   if (auto r = f.find("reshard_after_forward")) {
     if (s.zero_stage != 3) r->fail("expected only with zero_stage 3 (parameters are sharded only there)");
     s.reshard_after_forward = r->as_bool();
+  }
+  if (auto o = f.find("overlap_grad_reduce")) {
+    s.overlap_grad_reduce = o->as_bool();
+    if (!s.overlap_grad_reduce && s.zero_stage >= 2)
+      o->fail("expected true with zero_stage " + std::to_string(s.zero_stage) +
+              ": ZeRO-2 and 3 reduce-scatter each layer's gradients during the backward");
   }
   if (auto o = f.find("order")) {
     const auto dims = parse_order(o->as_string());

@@ -44,7 +44,8 @@ struct ScenarioSpec {
   bool sequence_parallel = false;
   bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP
   int zero_stage = 0;            // 0 none; 1 optimizer state (= distributed_optimizer); 2 + gradients; 3 + parameters (FSDP)
-  bool reshard_after_forward = true;  // ZeRO-3: free gathered parameters after forward, gather again for backward
+  bool reshard_after_forward = true;
+  bool overlap_grad_reduce = true;  // false: DP gradient collectives start after the rank's whole backward (Megatron-LM before Megatron-Core's --overlap-grad-reduce)  // ZeRO-3: free gathered parameters after forward, gather again for backward
   std::string schedule_name;
   const Schedule* schedule = nullptr;
   int global_batch = 0;          // sequences per iteration
