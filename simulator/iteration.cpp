@@ -35,6 +35,7 @@ struct PassTasks {
   int rank = -1;
   FlowId step = -1;
   FlowId transfer_in = -1;  // the pipeline transfer this pass waits for, if any
+  FlowId arrival = -1;      // when its input is whole: the transfer, or the all-gather that follows it
   FlowId producer = -1;     // the pass that sent it
 };
 
@@ -194,7 +195,9 @@ class IterationBuilder {
       }
       Flow f = delay(plan_.rank_gpu[rank], ps->duration_s);
       if (previous >= 0) f.after.push_back(previous);
-      previous = graph_.add(std::move(f));
+      const FlowId id = graph_.add(std::move(f));
+      if (previous >= 0) next_step_[previous] = id;
+      previous = id;
       std::string name = std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" + std::to_string(stage);
       if (partner)
         name += " & " + std::string(to_string(partner->kind)) + " mb" + std::to_string(partner->microbatch) + " stage" +
@@ -214,6 +217,11 @@ class IterationBuilder {
   }
 
   /// Forward activations go to the next model stage; input gradients go back to the previous one.
+  /// Without sequence parallelism each TP rank sends 1/t of the tensor and the receivers all-gather
+  /// it over NVLink (Megatron's scatter-gather, Narayanan et al. 2021 section 4.1). A blocking
+  /// transfer (Megatron's synchronous send/recv) holds the sender until it ends; the receiver is
+  /// taken to have posted its receive in time (waiting for it too could deadlock a table whose
+  /// ranks post in another order than ours).
   void add_transfers() {
     const int model_stages = static_cast<int>(plan_.stages.size());
     for (auto& [key, consumer] : passes_) {
@@ -237,8 +245,20 @@ class IterationBuilder {
       }
       f.after.push_back(producer.step);
       const FlowId id = graph_.add(std::move(f));
-      graph_.flows[consumer.step].after.push_back(id);
+      FlowId arrival = id;
+      if (plan_.p2p_gather_bytes > 0) {
+        Segment gather;
+        gather.tp_op = Op::all_gather;
+        gather.tp_bytes = plan_.p2p_gather_bytes;
+        Flow g = delay(dst, tp_time(consumer.rank, gather));
+        g.after.push_back(id);
+        arrival = graph_.add(std::move(g));
+      }
+      graph_.flows[consumer.step].after.push_back(arrival);
+      if (plan_.blocking_p2p)
+        if (auto next = next_step_.find(producer.step); next != next_step_.end()) graph_.flows[next->second].after.push_back(id);
       consumer.transfer_in = id;
+      consumer.arrival = arrival;
       consumer.producer = producer.step;
     }
   }
@@ -383,7 +403,7 @@ class IterationBuilder {
       const Seconds end = finish[s.id], start = end - s.shape->duration_s;
       Seconds gap = std::max(0.0, start - free_at[s.rank]);
       if (auto w = waits.find(s.id); w != waits.end() && gap > 0) {
-        const Seconds produced = finish[w->second->producer], arrived = finish[w->second->transfer_in];
+        const Seconds produced = finish[w->second->producer], arrived = finish[w->second->arrival];
         const Seconds pp = std::max(0.0, std::min(start, arrived) - std::max(free_at[s.rank], produced));
         b.pp_exposed_s += pp;
         gap -= pp;
@@ -444,6 +464,7 @@ class IterationBuilder {
   std::vector<std::vector<std::pair<int, int>>> holders_;  // model stage -> (rank, chunk) slots holding it
   std::map<std::pair<int, int>, FlowId> last_of_chunk_;  // (rank, chunk) -> last step of its last pass
   std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
+  std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
   std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
   std::map<std::tuple<int, CommGroup, Op, Bytes>, Seconds> tp_cache_;
   std::map<int, Seconds> traffic_cache_;

@@ -61,7 +61,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
       const double per_layer = (params + expert_params) / layers;
       load.gathered_params = s.reshard_after_forward ? 2 * per_layer : params + expert_params;
     }
-    const bool fp8 = s.precision == "fp8" || s.precision.rfind("mxfp", 0) == 0;
+    const bool fp8 = s.eight_bit_gemm_inputs();
     out.push_back(stage_memory(
         local, {s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute, fp8, s.attention == AttentionKernel::flash}, load));
   }

@@ -218,3 +218,10 @@ TEST_CASE("an option value the parser cannot convert is one line too") {
   expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus eight",
                    "command line", "", "--gpus");
 }
+
+TEST_CASE("blocking pipeline transfers with a schedule other than Megatron's are an error at the field") {
+  const auto r = run_cli("run " + clustersim::test::source_path("scenarios/gpt3-175b-h100-pp16.yaml") +
+                         " --set schedule=zb-v --set parallel.overlap_p2p_comm=false");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Contains(": parallel.overlap_p2p_comm: expected true with zb-v: blocking send/recv is modelled"));
+}

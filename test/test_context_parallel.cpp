@@ -10,6 +10,7 @@
 #include "simulator/iteration.hpp"
 #include "support.hpp"
 #include "workloads/compute_model.hpp"
+#include "workloads/plan_iteration.hpp"
 
 using namespace clustersim;
 using clustersim::test::run_cli;
@@ -110,4 +111,17 @@ TEST_CASE("tp x cp x pp x dp must equal the gpus") {
   const auto r = run_cli("run " + kLlama + " --set parallel.cp=8");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": parallel: expected tp x cp x pp x dp to equal gpus (16384), got 8 x 8 x 16 x 8 = 8192"));
+}
+
+TEST_CASE("selective recompute turns the attention ring once more: one more exchange per layer in backward") {
+  auto ring_exchanges = [](const std::string& recompute) {
+    const ScenarioSpec s = load_scenario(kLlama, {"parallel.cp_comm=p2p", "recompute=" + recompute});
+    const IterationPlan plan = plan_iteration(s);
+    int count = 0;
+    for (const Segment& seg : plan.stages[1].backward_input) count += seg.kind == SegmentKind::cp_comm;
+    return std::pair(count, s.stage_layers[1]);
+  };
+  const auto [none, layers] = ring_exchanges("none");
+  CHECK(none == layers);  // the backward's own ring
+  CHECK(ring_exchanges("selective").first == 2 * layers);
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "collectives/collective.hpp"
+#include "simulator/collective_sweep.hpp"
 #include "simulator/iteration.hpp"
 #include "support.hpp"
 
@@ -85,6 +86,41 @@ TEST_CASE("a pipeline transfer adds its lone-flow time each way") {
   const BytesPerSecond nic = superpod().effective_bandwidth_Bps(superpod().nic_port_link[0]);
   const Seconds expected = 2 * (1e-3 + 2e-3) + fwd.latency_s + bwd.latency_s + 2.0 * bytes / nic;
   check_exact(simulate_iteration(engine, router, plan).iteration_s, expected);
+}
+
+TEST_CASE("a blocking send holds its sender: 1f1b over two stages pays the backward transfer once more") {
+  // p = 2, m = 2, transfers x shorter than F. Asynchronous, the last stage's second forward starts
+  // as its first backward ends; blocking, it first waits for that backward's gradient to reach
+  // stage 0 (x_b), which delays its last backward and so stage 0's: 3F + 3B + x_f + 2x_b in all.
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  IterationPlan plan = uniform_plan("1f1b", 2, 2, 1, 1e-3, 2e-3);
+  plan.free_communication = false;
+  for (StagePlan& sp : plan.stages) sp.activation_bytes = 8 << 20;  // shorter than F: no two transfers share the NIC
+  const Route bwd = router.route(8, 0, flow_hash(8, 0, 0));
+  const BytesPerSecond nic = superpod().effective_bandwidth_Bps(superpod().nic_port_link[0]);
+  const Seconds x_b = bwd.latency_s + double(plan.stages[0].activation_bytes) / nic;
+  const Seconds async_s = simulate_iteration(engine, router, plan).iteration_s;
+  plan.blocking_p2p = true;
+  check_exact(simulate_iteration(engine, router, plan).iteration_s - async_s, x_b);
+}
+
+TEST_CASE("without sequence parallelism the receivers all-gather each scattered transfer over NVLink") {
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  IterationPlan plan = uniform_plan("gpipe", 2, 1, 1, 1e-3, 2e-3);
+  plan.free_communication = false;
+  plan.tp_group = {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}};
+  const Seconds scattered = simulate_iteration(engine, router, plan).iteration_s;
+  plan.p2p_gather_bytes = 8 * plan.stages[0].activation_bytes;
+  const IterationResult gathered = simulate_iteration(engine, router, plan);
+  // One all-gather of the whole tensor in each direction, on the receiving node, as TP times it.
+  SweepSpec spec;
+  spec.op = Op::all_gather;
+  spec.ranks = plan.tp_group[1];
+  const CollectiveRequest req{Op::all_gather, plan.tp_group[1], plan.p2p_gather_bytes, plan.channels, Protocol{}, 0};
+  const Seconds gather = best_collective(engine, router, candidate_algorithms(superpod(), spec), nccl_protocols(), req).time_s;
+  check_exact(gathered.iteration_s - scattered, 2 * gather);
 }
 
 TEST_CASE("a gradient all-reduce across data parallelism is exposed after the last backward") {

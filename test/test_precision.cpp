@@ -2,8 +2,12 @@
 // the GPU lacks is an error at the field.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "support.hpp"
+#include "workloads/layer_segments.hpp"
 #include "workloads/memory_model.hpp"
+#include "workloads/scenario.hpp"
 
 using clustersim::test::run_cli;
 using clustersim::test::source_path;
@@ -43,4 +47,38 @@ TEST_CASE("fp8 training keeps its gemm inputs in one byte: 2sbh + 5sbh/t less pe
   const auto fp8 = clustersim::stage_memory(m, {1, 8, false, clustersim::Recompute::none, true}, load);
   const double sbh = 2048.0 * 12288;
   CHECK(double(bf16.activations - fp8.activations) == Approx(2 * sbh + 5 * sbh / 8).epsilon(1e-9));
+}
+
+namespace {
+
+/// The bytes of each labelled TP collective in one dense layer of the shipped Llama 3 70B H100
+/// scenario (tp 8, sequence parallel), at a precision.
+std::map<std::string, clustersim::Bytes> tp_collective_bytes(const std::string& precision) {
+  using namespace clustersim;
+  const ScenarioSpec s = load_scenario(source_path("scenarios/llama3-70b-h100-1024.yaml"),
+                                       {"precision=" + precision, "parallel.sequence_parallel=true"});
+  std::map<std::string, Bytes> out;
+  const LayerSegments layer = dense_layer_segments(s, nullptr);
+  for (const auto* pass : {&layer.forward, &layer.backward_input})
+    for (const Segment& seg : *pass)
+      if (seg.kind == SegmentKind::tp_comm) out[seg.label] = seg.tp_bytes;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fp8 gathers sequence-parallel gemm inputs in one byte and reduces outputs in two") {
+  using namespace clustersim;
+  const ScenarioSpec s = load_scenario(source_path("scenarios/llama3-70b-h100-1024.yaml"));
+  const double sbh = double(s.microbatch) * s.model.seq_len * s.model.hidden;  // one microbatch, whole layer width
+  const auto bf16 = tp_collective_bytes("bf16"), fp8 = tp_collective_bytes("fp8");
+  for (const char* gather : {"attention all-gather", "mlp all-gather"}) {
+    INFO(gather);
+    CHECK(double(bf16.at(gather)) == 2 * sbh);
+    CHECK(double(fp8.at(gather)) == sbh);
+  }
+  for (const char* reduce : {"attention output reduce-scatter", "mlp output reduce-scatter", "mlp grad all-gather"}) {
+    INFO(reduce);
+    CHECK(double(fp8.at(reduce)) == 2 * sbh);
+  }
 }

@@ -186,17 +186,28 @@ Roofline roofline(const GpuModel& gpu, const std::string& dtype, const ComputeOp
   return r;
 }
 
+/// The datatype an op's kernel runs in. 8-bit training keeps attention, the output head and the
+/// MoE router in 16 bits (DeepSeek-V3 section 3.3.1: embedding, output head, gating, normalization
+/// and attention stay in BF16/FP32; Transformer Engine's attention is BF16 unless asked).
+std::string kernel_dtype(const ComputeOp& op, const std::string& precision) {
+  const bool eight_bit = precision == "fp8" || precision.rfind("mxfp", 0) == 0;
+  const bool sixteen = op.kind == ComputeKind::attention || op.score_bytes > 0 || op.keeps_16bit;
+  return eight_bit && sixteen ? "bf16" : precision;
+}
+
 }  // namespace
 
-OpTime estimate_op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op,
+OpTime estimate_op_time(const GpuModel& gpu, const std::string& precision, const ComputeOp& op,
                         const KernelTable* kernels) {
+  const std::string dtype = kernel_dtype(op, precision);
   if (kernels)
     if (auto measured = kernels->find(gpu.name, op.name, dtype, op.shape)) return {*measured, TimeSource::kernel_table};
   const Roofline r = roofline(gpu, dtype, op);
   return {r.seconds, r.missing.empty() ? TimeSource::calibrated : TimeSource::uncalibrated};
 }
 
-Seconds op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op, const KernelTable* kernels) {
+Seconds op_time(const GpuModel& gpu, const std::string& precision, const ComputeOp& op, const KernelTable* kernels) {
+  const std::string dtype = kernel_dtype(op, precision);
   if (kernels)
     if (auto measured = kernels->find(gpu.name, op.name, dtype, op.shape)) return *measured;
   const Roofline r = roofline(gpu, dtype, op);
@@ -368,6 +379,7 @@ MoeLayerOps moe_layer_forward_ops(const ModelSpec& full, int microbatch, int ten
   out.before_dispatch.push_back(elementwise(residual_name(m, 1), sp_tokens, h, gpt ? 7 : 6));
   out.before_dispatch.push_back(elementwise("norm2", sp_tokens, h, 4));
   out.before_dispatch.push_back(gemm("router", tokens, moe.routed_experts, h));
+  out.before_dispatch.back().keeps_16bit = true;
   ffn_gemms(m, "shared", tokens, divide(long(moe.shared_experts) * moe.expert_ffn_hidden, t), out.before_dispatch);
   ffn_gemms(m, "expert", std::lround(expert_rows), divide(moe.expert_ffn_hidden, t), out.experts);
   out.after_combine.push_back(elementwise(residual_name(m, 2), sp_tokens, h, gpt ? 7 : 6));
@@ -385,6 +397,7 @@ std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward) {
       for (ComputeOp* b : {&out[out.size() - 2], &out.back()}) {
         b->attention_core = f.attention_core;
         b->score_bytes = f.score_bytes;  // each gradient of a score matmul writes or reads the scores
+        b->keeps_16bit = f.keeps_16bit;
       }
       continue;
     }
@@ -408,15 +421,18 @@ ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_paral
   assert(tensor_parallel > 0 && "tensor parallel size is positive");
   // Megatron pads the vocabulary to a multiple of the tensor-parallel size.
   const long vocab_per_gpu = (long(m.vocab) + tensor_parallel - 1) / tensor_parallel;
-  return gemm("logits", long(microbatch) * m.seq_len, vocab_per_gpu, m.hidden);
+  ComputeOp op = gemm("logits", long(microbatch) * m.seq_len, vocab_per_gpu, m.hidden);
+  op.keeps_16bit = true;
+  return op;
 }
 
-ComputeOp optimizer_op(double parameters) {
+ComputeOp optimizer_op(double parameters, bool loss_scaling) {
   ComputeOp op;
   op.name = "optimizer";
   op.kind = ComputeKind::optimizer;
   op.shape = {long(std::llround(parameters)), 0, 0};
-  op.hbm_bytes = Bytes((16.0 + 12.0 + 2.0) * parameters);
+  const double bytes_per_param = 4.0 + (16.0 + 12.0) + (4.0 + 2.0) + 4.0 + (loss_scaling ? 8.0 : 0.0);
+  op.hbm_bytes = Bytes(bytes_per_param * parameters);
   return op;
 }
 

@@ -57,6 +57,7 @@ struct ComputeOp {
   bool weightless = false;  // a GEMM of two activations (unfused attention): both gradients are input gradients
   bool attention_core = false;  // what selective recomputation repeats
   Bytes score_bytes = 0;  // unfused attention's matmuls: the s x s score matrix they write or read
+  bool keeps_16bit = false;  // a GEMM 8-bit training still runs in BF16 (output head, MoE router)
 };
 
 /// Measured kernel times by (gpu, op, dtype, m, n, k). Matching is exact on all six: a listed op
@@ -91,10 +92,12 @@ struct OpTime {
   TimeSource source = TimeSource::calibrated;
 };
 
-OpTime estimate_op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op,
+/// The time of `op` in a run at `precision`; under FP8 or MX the ops 8-bit training keeps in 16 bits
+/// (attention, output head, MoE router) run, and are looked up in the kernel table, as bf16.
+OpTime estimate_op_time(const GpuModel& gpu, const std::string& precision, const ComputeOp& op,
                         const KernelTable* kernels = nullptr);
 /// The same, but an uncalibrated estimate is a UserError naming the catalog entry to calibrate.
-Seconds op_time(const GpuModel& gpu, const std::string& dtype, const ComputeOp& op,
+Seconds op_time(const GpuModel& gpu, const std::string& precision, const ComputeOp& op,
                 const KernelTable* kernels = nullptr);
 
 /// Forward ops of one transformer layer on one GPU, in execution order, for `microbatch` sequences
@@ -140,8 +143,12 @@ ComputeOp encoder_projection_op(const ModelSpec& m, int microbatch, int tensor_p
 /// The logit GEMM on one GPU, vocabulary split over tensor_parallel (cross-entropy not modeled).
 ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel);
 
-/// One mixed-precision Adam step over `parameters` on this GPU: reads fp32 gradient, master weight
-/// and both moments (16 bytes), writes master and moments (12) and the bf16 weight (2).
-ComputeOp optimizer_op(double parameters);
+/// One mixed-precision optimizer step over `parameters` on this GPU, as Megatron-LM runs it (its
+/// MixedPrecisionOptimizer.step and the train step's zero_grad_buffer), in bytes per parameter:
+/// the gradient-norm read for clipping (4); Adam reading fp32 gradient, master weight and both
+/// moments (16) and writing master and moments (12); the master weight copied to the 16-bit model
+/// weight (read 4, write 2); the fp32 gradient buffer zeroed (4). With fp16's loss scaling the
+/// gradients are first unscaled and checked for inf/nan (read and write, 8).
+ComputeOp optimizer_op(double parameters, bool loss_scaling);
 
 }  // namespace clustersim

@@ -87,16 +87,19 @@ bool core_ends(const std::vector<ComputeOp>& ops, std::size_t i) {
   return ops[i].attention_core && (i + 1 == ops.size() || !ops[i + 1].attention_core);
 }
 
-/// One layer's forward, with Megatron's TP collectives between its ops.
+/// One layer's forward, with Megatron's TP collectives between its ops. Sequence parallelism's
+/// all-gathers feed the QKV and FFN GEMMs, so FP8 training gathers them in FP8 (Transformer Engine
+/// casts before it gathers); the reductions carry GEMM outputs and stay 16-bit.
 void forward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& ops, Bytes tp_bytes, SegmentWriter& w) {
   const bool sp = s.sequence_parallel;
+  const Bytes gather_bytes = s.eight_bit_gemm_inputs() ? tp_bytes / 2 : tp_bytes;
   bool ffn_started = false;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const ComputeOp& op = ops[i];
     if (core_starts(ops, i)) w.before_attention(false);
-    if (sp && (op.name == "qkv" || op.name == "q_down")) w.collective(Op::all_gather, "attention all-gather", tp_bytes);
+    if (sp && (op.name == "qkv" || op.name == "q_down")) w.collective(Op::all_gather, "attention all-gather", gather_bytes);
     if (sp && !ffn_started && (op.name == "ffn_gate" || op.name == "ffn_up" || op.name == "router")) {
-      w.collective(Op::all_gather, "mlp all-gather", tp_bytes);
+      w.collective(Op::all_gather, "mlp all-gather", gather_bytes);
       ffn_started = true;
     }
     w.op(op);
@@ -151,15 +154,21 @@ Bytes tp_bytes_of(const ScenarioSpec& s) {
   return static_cast<Bytes>(s.local_tokens()) * static_cast<Bytes>(s.model.hidden) * 2;
 }
 
-/// Recompute: full repeats the layer's forward segments; selective its attention core.
+/// Recompute: full repeats the layer's forward segments; selective its attention core, which under
+/// context parallelism needs every rank's K and V again (the ring turns once more, or the
+/// all-gather repeats).
 void add_recompute(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<Segment>& forward,
-                   const std::vector<ComputeOp>& fwd_ops, LayerSegments& out) {
+                   const std::vector<ComputeOp>& fwd_ops, const ContextParallelPlan& cp, LayerSegments& out) {
   if (s.recompute == Recompute::full) {
     out.recompute = forward;
   } else if (s.recompute == Recompute::selective) {
-    SegmentWriter r(s, kernels, out.recompute, SegmentKind::compute);
-    for (const ComputeOp& op : fwd_ops)
-      if (op.attention_core) r.op(op);
+    SegmentWriter r(s, kernels, out.recompute, SegmentKind::compute, cp);
+    for (std::size_t i = 0; i < fwd_ops.size(); ++i) {
+      if (!fwd_ops[i].attention_core) continue;
+      if (core_starts(fwd_ops, i)) r.before_attention(false);
+      r.op(fwd_ops[i]);
+      if (core_ends(fwd_ops, i)) r.after_attention(false);
+    }
     r.flush("attention recompute");
   }
   for (Segment& seg : out.recompute)
@@ -230,7 +239,7 @@ LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* ker
   SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
       bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
   backward_layer(s, backward_ops(fwd_ops), tp_bytes, bi, bw);
-  add_recompute(s, kernels, out.forward, fwd_ops, out);
+  add_recompute(s, kernels, out.forward, fwd_ops, cp, out);
   out.params_on_gpu = gemm_params(fwd_ops);
   add_zero(s, out);
   return out;
@@ -276,7 +285,7 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
     out.backward_input.push_back({SegmentKind::imbalance, "expert imbalance", wait_bwd, Op::all_reduce, 0});
   out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine));
   backward_layer(s, backward_ops(own.before_dispatch), tp_bytes, bi, bw);
-  add_recompute(s, kernels, out.forward, own.before_dispatch, out);
+  add_recompute(s, kernels, out.forward, own.before_dispatch, cp, out);
 
   out.params_on_gpu = gemm_params(own.before_dispatch);
   // The experts' GEMMs above are one expert's matrices; this GPU holds routed_experts / ep of them.

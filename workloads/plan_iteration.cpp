@@ -89,12 +89,15 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   plan.distributed_optimizer = s.distributed_optimizer;
   plan.zero_stage = s.zero_stage;
   plan.overlap_grad_reduce = s.overlap_grad_reduce;
+  plan.blocking_p2p = !s.overlap_p2p_comm;
   const ParallelLayout& layout = s.layout;
   const int p = layout.pp, v = s.virtual_stages, t = layout.tp;
   // p * v stages, or p for a schedule that holds each stage twice (DualPipe).
   const int stages = plan.schedule->model_stages(plan.shape);
   const Bytes tokens = static_cast<Bytes>(s.local_tokens());  // one microbatch on one context-parallel rank
   const Bytes tp_bytes = tokens * static_cast<Bytes>(s.model.hidden) * 2;
+  // Sequence-parallel activations are already split over tp; otherwise scatter, then gather.
+  if (!s.sequence_parallel && t > 1) plan.p2p_gather_bytes = tp_bytes;
   auto add = [&](GroupTraffic traffic) {
     plan.traffic.push_back(std::move(traffic));
     return static_cast<int>(plan.traffic.size()) - 1;
@@ -109,7 +112,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     const MoeLayerTraffic routes = route_moe_layer(s.moe_routing(static_cast<std::int64_t>(tokens)));
     const std::vector<int> ep_gpus = s.ep_group();
     // DeepSeek-V3 dispatches in FP8 when it computes in FP8, and combines in BF16 (section 3.3).
-    const double dispatch_bytes = token_bytes(s.model.hidden, s.precision == "fp8" ? WireFormat::fp8 : WireFormat::bf16);
+    const double dispatch_bytes = token_bytes(s.model.hidden, s.eight_bit_gemm_inputs() ? WireFormat::fp8 : WireFormat::bf16);
     const double bf16_bytes = token_bytes(s.model.hidden, WireFormat::bf16);
     MoeTrafficIds ids;
     ids.dispatch = add(moe_traffic("moe dispatch", ep_gpus, routes, s.moe.deepep, dispatch_bytes, false));
@@ -226,7 +229,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     }
     params_per_rank_max = std::max(params_per_rank_max, params);
   }
-  plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(params_per_rank_max), kernels);
+  plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(params_per_rank_max, s.precision == "fp16"), kernels);
   plan.channels = 2 * s.cluster.node.nics;
   plan.embedding_stage = s.first_language_stage();
   if (s.model.tied_embeddings && stages - 1 > plan.embedding_stage) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);

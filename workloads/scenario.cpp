@@ -20,7 +20,7 @@ const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
     "precision", "recompute", "attention", "moe"};
 const std::initializer_list<const char*> kParallelFields = {
-    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "order"};
+    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "order"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 
 std::string join(const std::vector<std::string>& items) {
@@ -123,6 +123,7 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
     if (s.zero_stage != 3) r->fail("expected only with zero_stage 3 (parameters are sharded only there)");
     s.reshard_after_forward = r->as_bool();
   }
+  if (auto o = f.find("overlap_p2p_comm")) s.overlap_p2p_comm = o->as_bool();
   if (auto o = f.find("overlap_grad_reduce")) {
     s.overlap_grad_reduce = o->as_bool();
     if (!s.overlap_grad_reduce && s.zero_stage >= 2)
@@ -193,6 +194,10 @@ void read_schedule(const YamlField& f, const YamlField& parallel, ScenarioSpec& 
   if (!s.schedule)
     f.fail("expected a pipeline schedule, one of: " + schedule_names() + "; got '" + s.schedule_name + "'");
   const bool chunks_given = parallel.find("virtual_stages").has_value();
+  if (!s.overlap_p2p_comm && s.schedule_name != "gpipe" && s.schedule_name != "1f1b" && s.schedule_name != "interleaved")
+    parallel.child("overlap_p2p_comm")
+        .fail("expected true with " + s.schedule_name +
+              ": blocking send/recv is modelled for Megatron-LM's own schedules (gpipe, 1f1b, interleaved)");
   if (s.schedule->chunks_required() > 0 && !chunks_given) s.virtual_stages = s.schedule->chunks_required();
   const ScheduleShape shape = s.schedule_shape();
   if (auto why = s.schedule->not_applicable(shape))
