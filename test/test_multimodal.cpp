@@ -119,3 +119,9 @@ TEST_CASE("an encoder on its own stage: the layer split has to leave stage 0 to 
   const auto ok = with_split("[0, 26, 27, 27]");
   CHECK(ok.exit_code == 0);
 }
+
+TEST_CASE("an encoder on its own stage needs a pipeline to have a stage of its own") {
+  const auto r = run_cli(own_stage_run(1));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(": schedule: an encoder with placement own_stage needs at least 2 model stages; 1f1b has 1"));
+}

@@ -190,9 +190,8 @@ Roofline roofline(const GpuModel& gpu, const std::string& dtype, const ComputeOp
 /// MoE router in 16 bits (DeepSeek-V3 section 3.3.1: embedding, output head, gating, normalization
 /// and attention stay in BF16/FP32; Transformer Engine's attention is BF16 unless asked).
 std::string kernel_dtype(const ComputeOp& op, const std::string& precision) {
-  const bool eight_bit = precision == "fp8" || precision.rfind("mxfp", 0) == 0;
   const bool sixteen = op.kind == ComputeKind::attention || op.score_bytes > 0 || op.keeps_16bit;
-  return eight_bit && sixteen ? "bf16" : precision;
+  return is_eight_bit(precision) && sixteen ? "bf16" : precision;
 }
 
 }  // namespace

@@ -47,6 +47,9 @@ struct ScoreMatmulEfficiency {
   std::string source;
 };
 
+/// FP8 or an OCP MX format ("mxfp8", "mxfp6", "mxfp4"): GEMM inputs of at most one byte.
+inline bool is_eight_bit(const std::string& dtype) { return dtype == "fp8" || dtype.rfind("mxfp", 0) == 0; }
+
 struct GpuModel {
   std::string name;
   std::map<std::string, double> peak_flops_per_s;  // dense, by datatype ("bf16", "fp8", ...)

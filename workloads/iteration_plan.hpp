@@ -73,7 +73,7 @@ struct IterationPlan {
   std::vector<std::vector<int>> cp_group; // pipeline rank -> GPUs sharing its sequences (context parallel)
   std::vector<GroupTraffic> traffic;      // the all-to-alls and ring steps segments refer to
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
-  bool blocking_p2p = false;              // pipeline send/recv hold both sides (Megatron without --overlap-p2p-communication)
+  bool blocking_p2p = false;              // a pipeline send holds its sender until it lands (Megatron's synchronous p2p)
   Bytes p2p_gather_bytes = 0;             // scatter-gather: the receivers' NVLink all-gather of each transfer, 0 if none
   bool overlap_grad_reduce = true;        // false: gradient collectives wait for the rank's last backward
   int zero_stage = 0;                     // 2, 3: gradients reduce-scattered per layer; 3: parameters gathered per layer

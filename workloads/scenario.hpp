@@ -45,7 +45,7 @@ struct ScenarioSpec {
   bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP
   int zero_stage = 0;            // 0 none; 1 optimizer state (= distributed_optimizer); 2 + gradients; 3 + parameters (FSDP)
   bool reshard_after_forward = true;
-  bool overlap_p2p_comm = true;     // false: pipeline send/recv block both sides (Megatron-LM's synchronous p2p)
+  bool overlap_p2p_comm = true;     // false: a pipeline send holds its sender until it lands (Megatron-LM's synchronous p2p)
   bool overlap_grad_reduce = true;  // false: DP gradient collectives start after the rank's whole backward (Megatron-LM before Megatron-Core's --overlap-grad-reduce)  // ZeRO-3: free gathered parameters after forward, gather again for backward
   std::string schedule_name;
   const Schedule* schedule = nullptr;
@@ -58,7 +58,7 @@ struct ScenarioSpec {
   int gpus() const { return layout.world(); }
   /// FP8 or an MX format: GEMMs take 1-byte inputs, so whatever only feeds a GEMM (saved GEMM
   /// inputs, sequence-parallel input all-gathers, MoE dispatch) moves and stays in 1 byte.
-  bool eight_bit_gemm_inputs() const { return precision == "fp8" || precision.rfind("mxfp", 0) == 0; }
+  bool eight_bit_gemm_inputs() const { return is_eight_bit(precision); }
   /// Microbatches each pipeline runs per iteration (m).
   int microbatches() const { return global_batch / (microbatch * layout.dp); }
   /// Tokens of one microbatch on one GPU of a context-parallel group.
