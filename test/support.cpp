@@ -9,12 +9,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
 namespace clustersim::test {
 
 std::string source_path(const std::string& relative) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/" + relative; }
+
+const Cluster& shipped_cluster(const std::string& relative) {
+  static std::map<std::string, Cluster> loaded;
+  auto it = loaded.find(relative);
+  if (it == loaded.end()) it = loaded.emplace(relative, load_cluster(source_path(relative))).first;
+  return it->second;
+}
 
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name) {
   return build_cluster(parse_cluster_spec(YamlField::load_string(yaml, name)));

@@ -13,6 +13,9 @@ namespace clustersim::test {
 /// Absolute path of a file in the source tree, e.g. source_path("scenarios/clusters/x.yaml").
 std::string source_path(const std::string& relative);
 
+/// A shipped cluster file, loaded once per process and kept (tests share it with their engines).
+const Cluster& shipped_cluster(const std::string& relative);
+
 /// A cluster from YAML text (named `name` in errors).
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name = "test.yaml");
 

@@ -15,7 +15,7 @@ namespace {
 constexpr Bytes kLarge = 8ULL << 30;  // nccl-tests' -e 8G: well into the bandwidth-bound regime
 
 double busbw_GBps(const std::string& cluster_file, Op op, const std::string& algorithm, std::vector<int> ranks) {
-  static const Cluster cluster = load_cluster(test::source_path(cluster_file));
+  const Cluster& cluster = test::shipped_cluster(cluster_file);
   static const Router router(cluster);
   static FabricEngine engine(cluster);
   CollectiveRequest req;

@@ -16,10 +16,7 @@ using namespace clustersim;
 
 namespace {
 
-const Cluster& superpod() {
-  static const Cluster c = load_cluster(test::source_path("scenarios/clusters/dgx-h100-superpod.yaml"));
-  return c;
-}
+const Cluster& superpod() { return test::shipped_cluster("scenarios/clusters/dgx-h100-superpod.yaml"); }
 
 std::vector<int> first_gpus(int count) {
   std::vector<int> r;

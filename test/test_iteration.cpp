@@ -12,10 +12,7 @@ using namespace clustersim;
 
 namespace {
 
-const Cluster& superpod() {
-  static const Cluster c = load_cluster(test::source_path("scenarios/clusters/dgx-h100-superpod.yaml"));
-  return c;
-}
+const Cluster& superpod() { return test::shipped_cluster("scenarios/clusters/dgx-h100-superpod.yaml"); }
 
 /// p pipeline ranks on GPU 0 of p different nodes; F and B are one microbatch through one rank's
 /// whole share of the model, split evenly over its v chunks.

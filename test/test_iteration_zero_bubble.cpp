@@ -13,10 +13,7 @@ using namespace clustersim;
 
 namespace {
 
-const Cluster& superpod() {
-  static const Cluster c = load_cluster(test::source_path("scenarios/clusters/dgx-h100-superpod.yaml"));
-  return c;
-}
+const Cluster& superpod() { return test::shipped_cluster("scenarios/clusters/dgx-h100-superpod.yaml"); }
 
 /// p ranks on GPU 0 of p nodes. f, b_in and w are one microbatch through 1/p of the model (forward,
 /// input gradient, weight gradient); each of the schedule's model stages gets its share.

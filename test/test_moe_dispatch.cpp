@@ -15,10 +15,7 @@ using namespace clustersim;
 
 namespace {
 
-const Cluster& h800() {
-  static const Cluster c = load_cluster(test::source_path("scenarios/clusters/h800-deepseek.yaml"));
-  return c;
-}
+const Cluster& h800() { return test::shipped_cluster("scenarios/clusters/h800-deepseek.yaml"); }
 
 Seconds run_alone(FabricEngine& engine, const FlowGraph& graph) {
   const std::vector<Seconds> finish = engine.run(graph);
