@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -23,6 +24,12 @@ const Cluster& shipped_cluster(const std::string& relative) {
   if (it == loaded.end()) it = loaded.emplace(relative, load_cluster(source_path(relative))).first;
   return it->second;
 }
+
+ModelSpec shipped_model(const std::string& name) {
+  return load_model_spec(source_path("scenarios/models/" + name + ".yaml"));
+}
+
+double relative_error(double got, double want) { return std::abs(got - want) / want; }
 
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name) {
   return build_cluster(parse_cluster_spec(YamlField::load_string(yaml, name)));

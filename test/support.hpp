@@ -7,6 +7,7 @@
 
 #include "topologies/cluster.hpp"
 #include "topologies/user_error.hpp"
+#include "workloads/model.hpp"
 
 namespace clustersim::test {
 
@@ -15,6 +16,12 @@ std::string source_path(const std::string& relative);
 
 /// A shipped cluster file, loaded once per process and kept (tests share it with their engines).
 const Cluster& shipped_cluster(const std::string& relative);
+
+/// A shipped model, scenarios/models/<name>.yaml.
+ModelSpec shipped_model(const std::string& name);
+
+/// |got - want| / want.
+double relative_error(double got, double want);
 
 /// A cluster from YAML text (named `name` in errors).
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name = "test.yaml");

@@ -19,6 +19,7 @@
 #include "workloads/model_math.hpp"
 
 using clustersim::test::error_of;
+using clustersim::test::shipped_model;
 
 namespace {
 
@@ -35,10 +36,6 @@ const GpuModel& shipped_gpu(const std::string& name) {
   const GpuModel* gpu = shipped_catalog().find(name);
   if (!gpu) throw std::runtime_error("no " + name + " in the shipped catalog");
   return *gpu;
-}
-
-ModelSpec shipped_model(const std::string& name) {
-  return load_model_spec(test::source_path("scenarios/models/" + name + ".yaml"));
 }
 
 /// 100 TFLOP/s and 1 TB/s with every efficiency 1: times are closed forms.

@@ -21,11 +21,8 @@ using clustersim::UserError;
 using clustersim::YamlField;
 using Catch::Matchers::Contains;
 
-ModelSpec shipped(const std::string& name) {
-  return clustersim::load_model_spec(clustersim::test::source_path("scenarios/models/" + name + ".yaml"));
-}
-
-double relative_error(double got, double want) { return std::abs(got - want) / want; }
+using clustersim::test::relative_error;
+using clustersim::test::shipped_model;
 
 // Narayanan et al., SC'21, Table 1 (also /work/shared/reference/published.yaml): V 51200, s 2048.
 struct Table1Row {
@@ -62,7 +59,7 @@ TEST_CASE("Every shipped model file loads and is named after its file") {
 TEST_CASE("Table 1 models match the printed shapes and Narayanan parameter counts") {
   for (const Table1Row& row : kTable1) {
     INFO(row.file);
-    const ModelSpec m = shipped(row.file);
+    const ModelSpec m = shipped_model(row.file);
     REQUIRE(m.heads == row.heads);
     REQUIRE(m.hidden == row.hidden);
     REQUIRE(m.layers == row.layers);
@@ -84,7 +81,7 @@ TEST_CASE("Llama 3 parameter counts are within 2 percent of the model cards") {
       {"llama3-8b", 8.03e9}, {"llama3-70b", 70.6e9}, {"llama3-405b", 405.9e9}};
   for (const auto& [file, published] : cards) {
     INFO(file);
-    const double count = clustersim::parameter_count(shipped(file));
+    const double count = clustersim::parameter_count(shipped_model(file));
     INFO("count " << count << " published " << published);
     CHECK(relative_error(count, published) < 0.02);
   }
@@ -96,7 +93,7 @@ TEST_CASE("Korthikanti models are within 1 percent of their nominal sizes") {
       {"megatron-22b", 22e9}, {"gpt3-175b", 175e9}, {"turing-nlg-530b", 530e9}};
   for (const auto& [file, size] : nominal) {
     INFO(file);
-    CHECK(relative_error(clustersim::parameter_count(shipped(file)), size) < 0.01);
+    CHECK(relative_error(clustersim::parameter_count(shipped_model(file)), size) < 0.01);
   }
 }
 
@@ -104,7 +101,7 @@ TEST_CASE("Training FLOPs per op equal Narayanan's closed form for Table 1 model
   const long batch = 512;
   for (const Table1Row& row : kTable1) {
     INFO(row.file);
-    const ModelSpec m = shipped(row.file);
+    const ModelSpec m = shipped_model(row.file);
     const double l = m.layers, h = m.hidden;
     // Narayanan et al. SC'21, section 5.1, with full recompute: 96 B s l h^2 (1 + s/6h + V/16lh).
     const double with_recompute = 96 * batch * kS * l * h * h * (1 + kS / (6 * h) + kV / (16 * l * h));
@@ -118,7 +115,7 @@ TEST_CASE("Training FLOPs per op equal Narayanan's closed form for Table 1 model
 TEST_CASE("Model FLOPs per token are 6N plus 12 l s h with N the matmul weights") {
   for (const std::string file : {"megatron-1t", "gpt3-175b", "llama3-8b", "llama3-405b"}) {
     INFO(file);
-    const ModelSpec m = shipped(file);
+    const ModelSpec m = shipped_model(file);
     const double l = m.layers, h = m.hidden, s = m.seq_len, f = m.ffn_hidden, v = m.vocab;
     const double kv = double(m.kv_heads) * m.head_dim();
     const double ffn_weights = (m.ffn == clustersim::FfnType::gelu ? 2 : 3) * h * f;
@@ -131,7 +128,7 @@ TEST_CASE("Model FLOPs per token are 6N plus 12 l s h with N the matmul weights"
 }
 
 TEST_CASE("Layer FLOPs split evenly over tensor parallel GPUs and scale with the microbatch") {
-  const ModelSpec m = shipped("gpt3-175b");
+  const ModelSpec m = shipped_model("gpt3-175b");
   const auto one = clustersim::layer_forward_flops(m, 1, 1);
   const double h = m.hidden, s = m.seq_len;
   // Per sequence: QKV 6 s h^2, core 4 s^2 h, output 2 s h^2, FFN 16 s h^2 (Narayanan's 24 h^2 + 4 s h).
@@ -148,7 +145,7 @@ TEST_CASE("Layer FLOPs split evenly over tensor parallel GPUs and scale with the
 }
 
 TEST_CASE("GQA layers replicate KV heads when tensor parallel exceeds kv_heads") {
-  const ModelSpec m = shipped("llama3-8b");  // 32 heads of 128, 8 KV heads, SwiGLU ffn 14336
+  const ModelSpec m = shipped_model("llama3-8b");  // 32 heads of 128, 8 KV heads, SwiGLU ffn 14336
   const double h = m.hidden, s = m.seq_len, hd = m.head_dim();
   const auto one = clustersim::layer_forward_flops(m, 1, 1);
   CHECK(one.qkv_flops == Approx(2 * s * h * (h + 2 * 8 * hd)));

@@ -21,11 +21,8 @@ using clustersim::UserError;
 using clustersim::YamlField;
 using Catch::Matchers::Contains;
 
-ModelSpec shipped(const std::string& name) {
-  return clustersim::load_model_spec(clustersim::test::source_path("scenarios/models/" + name + ".yaml"));
-}
-
-double relative_error(double got, double want) { return std::abs(got - want) / want; }
+using clustersim::test::relative_error;
+using clustersim::test::shipped_model;
 
 /// A small model with every MoE and MLA field; each bad-input case edits one line of it.
 const std::string kTiny =
@@ -80,7 +77,7 @@ void expect_error(const std::string& text, const std::string& at, const std::str
 }  // namespace
 
 TEST_CASE("MoE model files load with their experts and attention") {
-  const ModelSpec ds = shipped("deepseek-v3");
+  const ModelSpec ds = shipped_model("deepseek-v3");
   REQUIRE((ds.mla && ds.moe));
   CHECK(ds.mla->qk_head_dim() == 192);
   CHECK(ds.kv_heads == ds.heads);
@@ -90,7 +87,7 @@ TEST_CASE("MoE model files load with their experts and attention") {
   CHECK((!ds.is_moe_layer(2) && ds.is_moe_layer(3) && ds.is_moe_layer(60)));
   CHECK(ds.moe_layer_count() == 58);
 
-  const ModelSpec mixtral = shipped("mixtral-8x7b");
+  const ModelSpec mixtral = shipped_model("mixtral-8x7b");
   REQUIRE(mixtral.moe);
   CHECK_FALSE(mixtral.mla);
   CHECK(mixtral.ffn_hidden == 0);  // every layer is MoE
@@ -98,12 +95,12 @@ TEST_CASE("MoE model files load with their experts and attention") {
   CHECK(mixtral.moe->shared_experts == 0);
   CHECK_FALSE(mixtral.moe->node_limit);
 
-  const ModelSpec llama = shipped("llama3-70b");
+  const ModelSpec llama = shipped_model("llama3-70b");
   CHECK((!llama.moe && !llama.mla && !llama.is_moe_layer(0) && llama.moe_layer_count() == 0));
 }
 
 TEST_CASE("DeepSeek-V3 counts match the technical report and its weight notes") {
-  const ModelSpec m = shipped("deepseek-v3");
+  const ModelSpec m = shipped_model("deepseek-v3");
   const double total = clustersim::parameter_count(m);
   const double active = clustersim::active_parameter_count(m);
   INFO("total " << total << " active " << active);
@@ -126,7 +123,7 @@ TEST_CASE("Mixtral counts are within 1 percent of Mistral's published totals and
   };
   for (const Published& p : {Published{"mixtral-8x7b", 46.7e9, 12.9e9}, Published{"mixtral-8x22b", 141e9, 39e9}}) {
     INFO(p.file);
-    const ModelSpec m = shipped(p.file);
+    const ModelSpec m = shipped_model(p.file);
     INFO("total " << clustersim::parameter_count(m) << " active " << clustersim::active_parameter_count(m));
     CHECK(relative_error(clustersim::parameter_count(m), p.total) < 0.01);
     CHECK(relative_error(clustersim::active_parameter_count(m), p.active) < 0.01);
@@ -136,7 +133,7 @@ TEST_CASE("Mixtral counts are within 1 percent of Mistral's published totals and
 TEST_CASE("The GPT-4-class model matches SemiAnalysis's reported estimate") {
   // SemiAnalysis, GPT-4 Architecture (2023), an estimate, not an official figure: ~111B per expert's
   // MLP set, ~55B shared attention, 16 experts (16 x 111 + 55 = 1831B, "~1.8T"), ~280B per token.
-  const ModelSpec m = shipped("gpt4-class-1.8t");
+  const ModelSpec m = shipped_model("gpt4-class-1.8t");
   REQUIRE(m.moe);
   const clustersim::LayerParameters layer = clustersim::layer_parameter_count(m, 0);
   const double expert_mlp_set = m.layers * layer.routed_experts / m.moe->routed_experts;
@@ -150,14 +147,14 @@ TEST_CASE("The GPT-4-class model matches SemiAnalysis's reported estimate") {
 TEST_CASE("Dense models count every weight as active and keep their closed-form counts") {
   // Llama-style: l (h (h + 2 kv) + h^2 + 3 h f + 2 h) + 2 V h + h; GPT-style adds biases, LayerNorm
   // biases and positions: l (12 h^2 + 13 h) + V h + s h + 2 h (Narayanan et al.'s P plus the final norm).
-  const ModelSpec llama = shipped("llama3-8b");
+  const ModelSpec llama = shipped_model("llama3-8b");
   const double h = llama.hidden, kv = double(llama.kv_heads) * llama.head_dim();
   const double llama_count =
       llama.layers * (h * (h + 2 * kv) + h * h + 3 * h * llama.ffn_hidden + 2 * h) + 2.0 * llama.vocab * h + h;
   CHECK(clustersim::parameter_count(llama) == llama_count);
   CHECK(clustersim::active_parameter_count(llama) == llama_count);
 
-  const ModelSpec gpt = shipped("gpt3-175b");
+  const ModelSpec gpt = shipped_model("gpt3-175b");
   const double g = gpt.hidden;
   const double gpt_count = gpt.layers * (12 * g * g + 13 * g) + double(gpt.vocab) * g + gpt.seq_len * g + 2 * g;
   CHECK(clustersim::parameter_count(gpt) == gpt_count);
@@ -168,7 +165,7 @@ TEST_CASE("Dense models count every weight as active and keep their closed-form 
 }
 
 TEST_CASE("One DeepSeek-V3 MLA attention layer has the closed-form parameter count") {
-  const ModelSpec m = shipped("deepseek-v3");
+  const ModelSpec m = shipped_model("deepseek-v3");
   const double h = 7168, a = 128, dq = 1536, dc = 512, dn = 128, dr = 64, dv = 128;
   // DeepSeek-V3 report, equations 1-10: W^DQ h x d_c', W^UQ and W^QR d_c' x a (d_h + d_h^R),
   // W^DKV h x d_c, W^KR h x d_h^R, W^UK and W^UV d_c x a d_h, W^O a d_h x h; an RMSNorm on each
@@ -189,7 +186,7 @@ TEST_CASE("One DeepSeek-V3 MLA attention layer has the closed-form parameter cou
 TEST_CASE("With uniform routing an MoE layer's expert FLOPs equal tokens x top-k x one expert's FLOPs") {
   for (const std::string file : {"deepseek-v3", "mixtral-8x7b", "gpt4-class-1.8t"}) {
     INFO(file);
-    const ModelSpec m = shipped(file);
+    const ModelSpec m = shipped_model(file);
     const double h = m.hidden, f = m.moe->expert_ffn_hidden;
     const double matrices = m.ffn == clustersim::FfnType::swiglu ? 3 : 2;  // gate, up, down
     const double one_expert = 2 * matrices * h * f;
@@ -207,14 +204,14 @@ TEST_CASE("With uniform routing an MoE layer's expert FLOPs equal tokens x top-k
     CHECK(split.total_flops() * 4 == Approx(flops.total_flops()));
   }
   // DeepSeek-V3's first three layers are dense: ffn_hidden 18432, no router, no experts.
-  const ModelSpec ds = shipped("deepseek-v3");
+  const ModelSpec ds = shipped_model("deepseek-v3");
   const auto dense = clustersim::layer_forward_flops(ds, 2, 1, 1);
   CHECK(dense.ffn_flops == Approx(6.0 * ds.seq_len * ds.hidden * 18432));
   CHECK((dense.router_flops == 0 && dense.expert_flops == 0));
 }
 
 TEST_CASE("MLA forward FLOPs follow its projections and head widths") {
-  const ModelSpec m = shipped("deepseek-v3");
+  const ModelSpec m = shipped_model("deepseek-v3");
   const double s = m.seq_len, h = 7168, a = 128, dq = 1536, dc = 512, dn = 128, dr = 64, dv = 128;
   const auto one = clustersim::layer_forward_flops(m, 0, 1, 1);
   // 2 FLOPs per multiply-add: down-projections h (d_c' + d_c + d_h^R), up-projections
@@ -231,7 +228,7 @@ TEST_CASE("MLA forward FLOPs follow its projections and head widths") {
 TEST_CASE("MoE model FLOPs per token are 6 N_active plus the attention term") {
   // PaLM (Chowdhery et al. 2022, appendix B) with N the matmul weights a token uses.
   SECTION("Mixtral 8x7B with grouped-query attention") {
-    const ModelSpec m = shipped("mixtral-8x7b");
+    const ModelSpec m = shipped_model("mixtral-8x7b");
     const double l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab, f = m.moe->expert_ffn_hidden;
     const double kv = double(m.kv_heads) * m.head_dim();
     const double per_layer = h * (h + 2 * kv) + h * h + h * m.moe->routed_experts + m.moe->top_k * 3 * h * f;
@@ -241,7 +238,7 @@ TEST_CASE("MoE model FLOPs per token are 6 N_active plus the attention term") {
                          clustersim::training_flops_per_iteration(m, 16, false)) < 1e-12);
   }
   SECTION("DeepSeek-V3 with MLA and three dense layers") {
-    const ModelSpec m = shipped("deepseek-v3");
+    const ModelSpec m = shipped_model("deepseek-v3");
     const double h = 7168, a = 128, dq = 1536, dc = 512, dn = 128, dr = 64, dv = 128, s = m.seq_len;
     const double mla = h * dq + dq * a * (dn + dr) + h * (dc + dr) + dc * a * (dn + dv) + a * dv * h;
     const double dense_ffn = 3 * h * 18432, moe_ffn = h * 256 + (1 + 8) * 3 * h * 2048;
