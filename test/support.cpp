@@ -25,6 +25,17 @@ const Cluster& shipped_cluster(const std::string& relative) {
   return it->second;
 }
 
+const GpuCatalog& shipped_catalog() {
+  static const GpuCatalog catalog = load_gpu_catalog(source_path("scenarios/gpus.yaml"));
+  return catalog;
+}
+
+const GpuModel& shipped_gpu(const std::string& name) {
+  const GpuModel* gpu = shipped_catalog().find(name);
+  if (!gpu) throw std::runtime_error("no " + name + " in the shipped catalog");
+  return *gpu;
+}
+
 ModelSpec shipped_model(const std::string& name) {
   return load_model_spec(source_path("scenarios/models/" + name + ".yaml"));
 }

@@ -7,6 +7,7 @@
 
 #include "topologies/cluster.hpp"
 #include "topologies/user_error.hpp"
+#include "workloads/gpu_catalog.hpp"
 #include "workloads/model.hpp"
 
 namespace clustersim::test {
@@ -16,6 +17,11 @@ std::string source_path(const std::string& relative);
 
 /// A shipped cluster file, loaded once per process and kept (tests share it with their engines).
 const Cluster& shipped_cluster(const std::string& relative);
+
+/// The shipped GPU catalog (scenarios/gpus.yaml), loaded once, and one GPU of it (a GPU missing
+/// from it fails the test).
+const GpuCatalog& shipped_catalog();
+const GpuModel& shipped_gpu(const std::string& name);
 
 /// A shipped model, scenarios/models/<name>.yaml.
 ModelSpec shipped_model(const std::string& name);

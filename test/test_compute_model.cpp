@@ -19,6 +19,8 @@
 #include "workloads/model_math.hpp"
 
 using clustersim::test::error_of;
+using clustersim::test::shipped_catalog;
+using clustersim::test::shipped_gpu;
 using clustersim::test::shipped_model;
 
 namespace {
@@ -26,17 +28,6 @@ namespace {
 using namespace clustersim;
 using Catch::Matchers::Contains;
 using Catch::Matchers::EndsWith;
-
-const GpuCatalog& shipped_catalog() {
-  static const GpuCatalog catalog = load_gpu_catalog(test::source_path("scenarios/gpus.yaml"));
-  return catalog;
-}
-
-const GpuModel& shipped_gpu(const std::string& name) {
-  const GpuModel* gpu = shipped_catalog().find(name);
-  if (!gpu) throw std::runtime_error("no " + name + " in the shipped catalog");
-  return *gpu;
-}
 
 /// 100 TFLOP/s and 1 TB/s with every efficiency 1: times are closed forms.
 GpuModel ideal_gpu() {

@@ -18,6 +18,7 @@
 #include "workloads/memory_model.hpp"
 
 using clustersim::test::error_of;
+using clustersim::test::shipped_catalog;
 
 namespace {
 
@@ -45,10 +46,6 @@ ModelSpec gpt(int layers, int hidden, int heads, int ffn_hidden, int seq_len, in
   m.vocab = vocab;
   m.seq_len = seq_len;
   return m;
-}
-
-clustersim::GpuCatalog shipped_catalog() {
-  return clustersim::load_gpu_catalog(clustersim::test::source_path("scenarios/gpus.yaml"));
 }
 
 // Korthikanti et al. 2022, Figure 1 (published.yaml memory_per_gpu_gib), with the layouts of their
@@ -186,7 +183,7 @@ TEST_CASE("Parameters and optimizer state reproduce Korthikanti Figure 1 within 
 }
 
 TEST_CASE("The shipped GPU catalog has the datasheet peaks and memory") {
-  const auto catalog = shipped_catalog();
+  const auto& catalog = shipped_catalog();
   const auto* a100 = catalog.find("A100-SXM-80GB");
   const auto* h100 = catalog.find("H100-SXM");
   REQUIRE(a100);
@@ -203,7 +200,7 @@ TEST_CASE("The shipped GPU catalog has the datasheet peaks and memory") {
 }
 
 TEST_CASE("An A100 has no fp8 and asking for it names the GPU and what it runs") {
-  const auto catalog = shipped_catalog();
+  const auto& catalog = shipped_catalog();
   const auto* a100 = catalog.find("A100-SXM-80GB");
   REQUIRE(a100);
   CHECK_FALSE(a100->peak_flops("fp8").has_value());
@@ -216,7 +213,7 @@ TEST_CASE("An A100 has no fp8 and asking for it names the GPU and what it runs")
 }
 
 TEST_CASE("An unknown GPU is not in the catalog") {
-  const auto catalog = shipped_catalog();
+  const auto& catalog = shipped_catalog();
   CHECK(catalog.find("V100") == nullptr);
   const auto asked = clustersim::YamlField::load_string("gpu: V100\n", "c.yaml").child("gpu");
   const UserError e = error_of([&] { catalog.find_or_fail(asked); });
@@ -226,7 +223,7 @@ TEST_CASE("An unknown GPU is not in the catalog") {
 
 TEST_CASE("Every shipped cluster names a GPU in the catalog") {
   namespace fs = std::filesystem;
-  const auto catalog = shipped_catalog();
+  const auto& catalog = shipped_catalog();
   for (const auto& entry : fs::directory_iterator(clustersim::test::source_path("scenarios/clusters"))) {
     if (entry.path().extension() != ".yaml") continue;
     INFO(entry.path().string());
