@@ -4,7 +4,6 @@
 // GB/s), and the node-limited two-leg dispatch against the plain all-to-all.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 
 #include "collectives/point_to_point.hpp"
 #include "simulator/engine.hpp"
@@ -16,11 +15,6 @@ using namespace clustersim;
 namespace {
 
 const Cluster& h800() { return test::shipped_cluster("scenarios/clusters/h800-deepseek.yaml"); }
-
-Seconds run_alone(FabricEngine& engine, const FlowGraph& graph) {
-  const std::vector<Seconds> finish = engine.run(graph);
-  return finish.empty() ? 0 : *std::max_element(finish.begin(), finish.end());
-}
 
 }  // namespace
 
@@ -39,7 +33,7 @@ TEST_CASE("deepep intra-node dispatch and combine on 8 h800s are within 10% of t
     std::vector<std::vector<double>> bytes(8, std::vector<double>(8, 0));
     for (int i = 0; i < 8; ++i)
       for (int j = 0; j < 8; ++j) bytes[i][j] = t.nvlink_tokens[i][j] * token_bytes(7168, format);
-    const Seconds time = run_alone(engine, lower_all_to_all_v(router, gpus, bytes, ideal_protocol(), false));
+    const Seconds time = makespan(engine.run(lower_all_to_all_v(router, gpus, bytes, ideal_protocol(), false)));
     double sent = 0;
     for (int j = 1; j < 8; ++j) sent += bytes[0][j];
     const double bottleneck_GBps = sent / time / 1e9;
@@ -71,9 +65,9 @@ TEST_CASE("node-limited dispatch sends fewer network bytes and finishes sooner t
     for (int j = 0; j < 64; ++j)
       if (j != i) nvlink[t.relay(i, j)][j] += t.nvlink_tokens[i][j] * per_token;
   }
-  const Seconds plain_s = run_alone(engine, lower_all_to_all_v(router, gpus, plain, ideal_protocol(), false));
+  const Seconds plain_s = makespan(engine.run(lower_all_to_all_v(router, gpus, plain, ideal_protocol(), false)));
   const Seconds limited_s =
-      run_alone(engine, lower_node_limited_all_to_all(router, gpus, 8, network, nvlink, ideal_protocol()));
+      makespan(engine.run(lower_node_limited_all_to_all(router, gpus, 8, network, nvlink, ideal_protocol())));
   INFO("plain " << plain_s * 1e3 << " ms, node-limited " << limited_s * 1e3 << " ms");
   CHECK(limited_s < plain_s);
   // Both are bound by the NICs: the network bytes per GPU over one NDR NIC at its calibrated rate
