@@ -90,6 +90,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   plan.zero_stage = s.zero_stage;
   plan.overlap_grad_reduce = s.overlap_grad_reduce;
   plan.blocking_p2p = !s.overlap_p2p_comm;
+  plan.embedding_stage = s.first_language_stage();
   const ParallelLayout& layout = s.layout;
   const int p = layout.pp, v = s.virtual_stages, t = layout.tp;
   // p * v stages, or p for a schedule that holds each stage twice (DualPipe).
@@ -165,8 +166,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       params += layer.params_on_gpu;
       expert_params += layer.expert_params_on_gpu;
     }
-    const int first_language = s.first_language_stage();
-    if (stage == first_language) params += embedding_params;
+    if (stage == plan.embedding_stage) params += embedding_params;
     if (stage == 0 && encoder) {
       std::vector<Segment> fwd, bwd_in, bwd_w;
       for (int l = 0; l < s.model.encoder->layers; ++l) {
@@ -193,7 +193,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
         (op.pass == OpPass::backward_weight ? sp.backward_weight : sp.backward_input).insert(
             op.pass == OpPass::backward_weight ? sp.backward_weight.end() : sp.backward_input.begin(), seg);
       }
-      if (!s.model.tied_embeddings || stage > first_language) params += embedding_params;
+      if (!s.model.tied_embeddings || stage > plan.embedding_stage) params += embedding_params;
     }
     sp.activation_bytes = tp_bytes / static_cast<Bytes>(t);
     sp.gradient_bytes = static_cast<Bytes>(params * 4);
@@ -231,7 +231,6 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   }
   plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(params_per_rank_max, s.precision == "fp16"), kernels);
   plan.channels = 2 * s.cluster.node.nics;
-  plan.embedding_stage = s.first_language_stage();
   if (s.model.tied_embeddings && stages - 1 > plan.embedding_stage) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);
   return plan;
 }
