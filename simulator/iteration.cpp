@@ -330,9 +330,48 @@ class IterationBuilder {
     return out;
   }
 
-  /// Gradient collectives per chunk as its last backward ends (or, not overlapped, as the rank's
-  /// last backward ends), then the optimizer step, then (with the distributed optimizer) the
-  /// parameter all-gather.
+  /// A chunk's gradient reduction over one group, overlapped with its last backward pass the way
+  /// Megatron-Core's DDP does it: the rank's first chunk is cut into buckets of max(40M, 1M x group
+  /// size) parameters, each reduced as soon as the backward has produced it (gradients come out at
+  /// an even rate over the pass, layer after layer); its later chunks are one bucket each, reduced
+  /// when the chunk's backward ends (distributed.py: disable_bucketing for model_chunk_idx > 0).
+  /// Buckets on one group run one after another, as NCCL orders them on its stream.
+  std::vector<FlowId> add_bucketed_reduce(int rank, int chunk, Op op, const std::vector<int>& group, Bytes bytes) {
+    const FlowId pass = last_of_chunk_.at({rank, chunk});
+    const double bucket_params = std::max(40e6, 1e6 * static_cast<double>(group.size()));
+    const Bytes bucket = chunk == 0 ? static_cast<Bytes>(bucket_params * plan_.gradient_bytes_per_param) : bytes;
+    const int gpu = plan_.rank_gpu[rank];
+    Flow begin = delay(gpu, 0);  // when the pass starts: it waits for what the pass waits for
+    begin.after = graph_.flows[pass].after;
+    const Seconds pass_s = graph_.flows[pass].latency_s;
+    std::optional<FlowId> pass_start;
+    std::vector<FlowId> ends, all;
+    for (Bytes done = 0; done < bytes;) {
+      const Bytes size = std::min(bucket, bytes - done);
+      done += size;
+      FlowId ready = pass;
+      if (done < bytes) {
+        if (!pass_start) pass_start = graph_.add(begin);
+        Flow at = delay(gpu, pass_s * static_cast<double>(done) / static_cast<double>(bytes));
+        at.after = {*pass_start};
+        ready = graph_.add(std::move(at));
+      }
+      if (!ends.empty()) {  // after the previous bucket's collective
+        Flow queued = delay(gpu, 0);
+        queued.after = ends;
+        queued.after.push_back(ready);
+        ready = graph_.add(std::move(queued));
+      }
+      const std::vector<FlowId> bucket_ends = add_collective(op, group, size, ready);
+      if (!bucket_ends.empty()) ends = bucket_ends;
+      all.insert(all.end(), bucket_ends.begin(), bucket_ends.end());
+    }
+    return all;
+  }
+
+  /// Gradient collectives per chunk, bucketed under its last backward (or, not overlapped, in one
+  /// piece as the rank's last backward ends), then the optimizer step, then (with the distributed
+  /// optimizer) the parameter all-gather.
   void add_tail(int rank) {
     std::vector<FlowId> wait{rank_last_.at(rank)};
     wait.insert(wait.end(), extra_waits_[rank].begin(), extra_waits_[rank].end());
@@ -341,8 +380,8 @@ class IterationBuilder {
     for (int c = 0; c < plan_.shape.chunks && plan_.zero_stage < 2; ++c) {
       const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
       for (const auto& [group, bytes] : gradient_groups(rank, sp)) {
-        const FlowId start = plan_.overlap_grad_reduce ? last_of_chunk_.at({rank, c}) : rank_last_.at(rank);
-        const auto ends = add_collective(reduce, *group, bytes, start);
+        const auto ends = plan_.overlap_grad_reduce ? add_bucketed_reduce(rank, c, reduce, *group, bytes)
+                                                    : add_collective(reduce, *group, bytes, rank_last_.at(rank));
         wait.insert(wait.end(), ends.begin(), ends.end());
         dp_flows_[rank].insert(dp_flows_[rank].end(), ends.begin(), ends.end());
       }
@@ -357,9 +396,9 @@ class IterationBuilder {
       std::vector<FlowId> gather;
       for (int c = 0; c < plan_.shape.chunks; ++c) {
         const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
-        // Parameters are 16-bit, gradients are reduced in 32 bits: half the bytes.
+        // Parameters are 16-bit; gradients were reduced at gradient_bytes_per_param.
         for (const auto& [group, bytes] : gradient_groups(rank, sp)) {
-          const auto ends = add_collective(Op::all_gather, *group, bytes / 2, opt_id);
+          const auto ends = add_collective(Op::all_gather, *group, bytes * 2 / plan_.gradient_bytes_per_param, opt_id);
           gather.insert(gather.end(), ends.begin(), ends.end());
         }
       }

@@ -28,8 +28,8 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     bool first = false, last = false, holds_encoder = false;
     for (int c = 0; c < v; ++c) {
       const int stage = plan.schedule->chunk_stage(plan.shape, r, c);
-      params += static_cast<double>(plan.stages[stage].gradient_bytes) / 4;
-      expert_params += static_cast<double>(plan.stages[stage].expert_gradient_bytes) / 4;
+      params += static_cast<double>(plan.stages[stage].gradient_bytes) / plan.gradient_bytes_per_param;
+      expert_params += static_cast<double>(plan.stages[stage].expert_gradient_bytes) / plan.gradient_bytes_per_param;
       for (int l = s.first_layer(stage); l < s.first_layer(stage) + s.stage_layers[static_cast<std::size_t>(stage)]; ++l) {
         ++layers;
         moe_layers += s.model.is_moe_layer(l);

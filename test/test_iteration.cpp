@@ -121,10 +121,12 @@ TEST_CASE("without sequence parallelism the receivers all-gather each scattered 
 }
 
 TEST_CASE("a gradient all-reduce across data parallelism is exposed after the last backward") {
+  // Not overlapped (Megatron-LM 2021's local DDP): one all-reduce after the last backward.
   const Router router(superpod());
   FabricEngine engine(superpod());
   IterationPlan plan = uniform_plan("1f1b", 1, 4, 1, 1e-3, 2e-3);
   plan.free_communication = false;
+  plan.overlap_grad_reduce = false;
   plan.dp_group = {{0, 8, 16, 24}};
   plan.optimizer_s = 5e-3;
   const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], plan.stages[0].gradient_bytes, plan.channels,
@@ -133,6 +135,34 @@ TEST_CASE("a gradient all-reduce across data parallelism is exposed after the la
   const IterationResult r = simulate_iteration(engine, router, plan);
   check_exact(r.iteration_s, 4 * 3e-3 + all_reduce + 5e-3);
   CHECK(r.ranks[0].dp_exposed_s == Approx(all_reduce).epsilon(1e-9));
+}
+
+TEST_CASE("overlapped, the first chunk's gradients are all-reduced in buckets during its last backward") {
+  // Megatron-Core's buckets: max(40M, 1M x dp) parameters, here 40M fp32 gradients = 160 MB. Three
+  // buckets come out of the last 2 ms backward at 2/3, 4/3 and 2 ms; an all-reduce of one takes far
+  // longer than 2/3 ms, so the three run back to back from the first bucket on.
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  const Seconds f = 1e-3, b = 2e-3, optimizer = 5e-3;
+  IterationPlan plan = uniform_plan("1f1b", 1, 4, 1, f, b);
+  plan.free_communication = false;
+  plan.dp_group = {{0, 8, 16, 24}};
+  plan.optimizer_s = optimizer;
+  const Bytes bucket = 160'000'000;
+  plan.stages[0].gradient_bytes = 3 * bucket;
+  auto all_reduce = [&](Bytes bytes) {
+    const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], bytes, plan.channels, *find_protocol("Simple"), 0};
+    return makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+  };
+  const Seconds one_bucket = all_reduce(bucket);
+  REQUIRE(one_bucket > b / 3);
+  const Seconds last_backward_start = 4 * (f + b) - b;
+  const IterationResult bucketed = simulate_iteration(engine, router, plan);
+  check_exact(bucketed.iteration_s, last_backward_start + b / 3 + 3 * one_bucket + optimizer);
+  CHECK(bucketed.ranks[0].dp_exposed_s == Approx(bucketed.iteration_s - 4 * (f + b) - optimizer).epsilon(1e-9));
+  // In one piece after the backward it would take the whole all-reduce longer.
+  plan.overlap_grad_reduce = false;
+  check_exact(simulate_iteration(engine, router, plan).iteration_s, 4 * (f + b) + all_reduce(3 * bucket) + optimizer);
 }
 
 TEST_CASE("without overlap, every chunk's gradient all-reduce waits for the rank's last backward") {

@@ -60,6 +60,7 @@ struct StagePlan {
   Bytes activation_bytes = 0;            // sent forward to the next stage, and its gradient back
   Bytes gradient_bytes = 0;              // this chunk's gradients on one GPU, reduced across DP
   Bytes expert_gradient_bytes = 0;       // its routed experts' gradients, reduced across expert DP
+  // (both at IterationPlan::gradient_bytes_per_param)
 };
 
 struct IterationPlan {
@@ -78,6 +79,7 @@ struct IterationPlan {
   bool overlap_grad_reduce = true;        // false: gradient collectives wait for the rank's last backward
   int zero_stage = 0;                     // 2, 3: gradients reduce-scattered per layer; 3: parameters gathered per layer
   Seconds optimizer_s = 0;                // optimizer step on one GPU of a pipeline rank
+  int gradient_bytes_per_param = 4;       // the width gradients are reduced in (2 under fp16)
   /// Tied input embedding and output layer on different pipeline ranks: their gradients are summed
   /// by an all-reduce between the first and the last stage (per TP rank) before the optimizer step.
   Bytes embedding_sync_bytes = 0;

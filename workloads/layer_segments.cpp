@@ -211,8 +211,9 @@ void add_zero(const ScenarioSpec& s, LayerSegments& out) {
       seg.group = group;
       return seg;
     };
-    // fp32 gradients (4 B), 16-bit parameters (2 B).
-    out.backward_weight.push_back(collective(Op::reduce_scatter, "zero gradient reduce-scatter", 4 * params, backward_s));
+    // Gradients at the scenario's reduce width, 16-bit parameters (2 B).
+    out.backward_weight.push_back(collective(Op::reduce_scatter, "zero gradient reduce-scatter",
+                                             s.gradient_reduce_bytes() * params, backward_s));
     if (s.zero_stage < 3) continue;
     out.forward.insert(out.forward.begin(), collective(Op::all_gather, "zero-3 parameter all-gather", 2 * params, forward_s));
     if (s.reshard_after_forward)

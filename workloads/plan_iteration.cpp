@@ -86,6 +86,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   IterationPlan plan;
   plan.schedule = s.schedule;
   plan.shape = s.schedule_shape();
+  plan.gradient_bytes_per_param = s.gradient_reduce_bytes();
   plan.distributed_optimizer = s.distributed_optimizer;
   plan.zero_stage = s.zero_stage;
   plan.overlap_grad_reduce = s.overlap_grad_reduce;
@@ -196,8 +197,8 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       if (!s.model.tied_embeddings || stage > plan.embedding_stage) params += embedding_params;
     }
     sp.activation_bytes = tp_bytes / static_cast<Bytes>(t);
-    sp.gradient_bytes = static_cast<Bytes>(params * 4);
-    sp.expert_gradient_bytes = static_cast<Bytes>(expert_params * 4);
+    sp.gradient_bytes = static_cast<Bytes>(params * plan.gradient_bytes_per_param);
+    sp.expert_gradient_bytes = static_cast<Bytes>(expert_params * plan.gradient_bytes_per_param);
     plan.stages.push_back(std::move(sp));
   }
 
@@ -224,14 +225,15 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       const StagePlan& held = plan.stages[plan.schedule->chunk_stage(plan.shape, r, chunk)];
       // ZeRO-1 shards dense state over dp and expert state over the dp / ep expert replicas.
       const bool zero1 = s.distributed_optimizer;
-      params += static_cast<double>(held.gradient_bytes) / 4 / (zero1 ? layout.dp * layout.cp : 1) +
-                static_cast<double>(held.expert_gradient_bytes) / 4 / (zero1 ? layout.dp / s.ep * layout.cp : 1);
+      const double width = plan.gradient_bytes_per_param;
+      params += static_cast<double>(held.gradient_bytes) / width / (zero1 ? layout.dp * layout.cp : 1) +
+                static_cast<double>(held.expert_gradient_bytes) / width / (zero1 ? layout.dp / s.ep * layout.cp : 1);
     }
     params_per_rank_max = std::max(params_per_rank_max, params);
   }
   plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(params_per_rank_max, s.precision == "fp16"), kernels);
   plan.channels = 2 * s.cluster.node.nics;
-  if (s.model.tied_embeddings && stages - 1 > plan.embedding_stage) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * 4);
+  if (s.model.tied_embeddings && stages - 1 > plan.embedding_stage) plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * plan.gradient_bytes_per_param);
   return plan;
 }
 

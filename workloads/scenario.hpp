@@ -44,9 +44,11 @@ struct ScenarioSpec {
   bool sequence_parallel = false;
   bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP
   int zero_stage = 0;            // 0 none; 1 optimizer state (= distributed_optimizer); 2 + gradients; 3 + parameters (FSDP)
-  bool reshard_after_forward = true;
+  bool reshard_after_forward = true;  // ZeRO-3: free gathered parameters after forward, gather again for backward
   bool overlap_p2p_comm = true;     // false: a pipeline send holds its sender until it lands (Megatron-LM's synchronous p2p)
-  bool overlap_grad_reduce = true;  // false: DP gradient collectives start after the rank's whole backward (Megatron-LM before Megatron-Core's --overlap-grad-reduce)  // ZeRO-3: free gathered parameters after forward, gather again for backward
+  // true: DP gradients reduce in buckets during the last backward (Megatron-Core's
+  // --overlap-grad-reduce, PyTorch DDP); false: in one piece after the rank's whole backward.
+  bool overlap_grad_reduce = true;
   std::string schedule_name;
   const Schedule* schedule = nullptr;
   int global_batch = 0;          // sequences per iteration
@@ -59,6 +61,10 @@ struct ScenarioSpec {
   /// FP8 or an MX format: GEMMs take 1-byte inputs, so whatever only feeds a GEMM (saved GEMM
   /// inputs, sequence-parallel input all-gathers, MoE dispatch) moves and stays in 1 byte.
   bool eight_bit_gemm_inputs() const { return is_eight_bit(precision); }
+  /// Bytes per parameter of the gradients reduced across data parallelism. Megatron-LM reduces them
+  /// in the parameters' dtype under fp16 (--accumulate-allreduce-grads-in-fp32 is off by default)
+  /// and forces fp32 under bf16; FP8 and MX recipes keep bf16 parameters, so fp32 as well.
+  int gradient_reduce_bytes() const { return precision == "fp16" ? 2 : 4; }
   /// Microbatches each pipeline runs per iteration (m).
   int microbatches() const { return global_batch / (microbatch * layout.dp); }
   /// Tokens of one microbatch on one GPU of a context-parallel group.
