@@ -22,6 +22,35 @@ TEST_CASE("every validation row names a scenario that loads with the published l
   }
 }
 
+TEST_CASE("table 1 rows run the microbatch, interleaving and gradient overlap of the authors' script") {
+  // Megatron-LM examples/sc21/run_table_1.sh: --micro-batch-size, layers per virtual stage (v is the
+  // stage's layers over it), and --DDP-impl (torch overlaps the all-reduce, local runs it after).
+  struct Knobs {
+    const char* row;
+    int microbatch, virtual_stages;
+    bool torch_ddp;
+  };
+  for (const Knobs& k : std::vector<Knobs>{{"1.7b", 16, 1, true},
+                                           {"3.6b", 16, 1, true},
+                                           {"7.5b", 16, 1, true},
+                                           {"18.4b", 8, 1, true},
+                                           {"39.1b", 4, 1, false},
+                                           {"76.1b", 2, 60 / 4 / 5, false},
+                                           {"145.6b", 2, 80 / 8 / 5, false},
+                                           {"310.1b", 1, 96 / 16 / 3, false},
+                                           {"529.6b", 1, 105 / 35 / 1, false},
+                                           {"1t", 1, 1, false}}) {
+    INFO(k.row);
+    const ScenarioSpec s = load_scenario(test::source_path(std::string("scenarios/validation/narayanan-") + k.row + ".yaml"));
+    CHECK(s.microbatch == k.microbatch);
+    CHECK(s.virtual_stages == k.virtual_stages);
+    CHECK(s.schedule_name == (k.virtual_stages > 1 ? "interleaved" : "1f1b"));
+    CHECK(s.overlap_grad_reduce == k.torch_ddp);
+    CHECK_FALSE(s.overlap_p2p_comm);
+    CHECK(s.precision == "fp16");
+  }
+}
+
 TEST_CASE("validate prints the row with its error and the mean and max") {
   const auto r = test::run_cli("validate --rows " + test::source_path("scenarios/validation/published.yaml") +
                                " --only korthikanti-22b-full");

@@ -19,7 +19,6 @@ struct Row {
   std::string name;
   std::string scenario;  // resolved path
   double published_s = 0;
-  bool tune = false;
   std::string source;
 };
 
@@ -31,45 +30,25 @@ std::vector<Row> load_rows(const std::string& path) {
   std::vector<Row> out;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const YamlField r = rows.element(i);
-    r.expect_keys({"name", "scenario", "published_iter_s", "tune", "source"});
+    r.expect_keys({"name", "scenario", "published_iter_s", "source"});
     out.push_back({r.child("name").as_string(), (dir / r.child("scenario").as_string()).string(),
-                   r.child("published_iter_s").as_positive(), r.child("tune").as_bool(), r.child("source").as_string()});
+                   r.child("published_iter_s").as_positive(), r.child("source").as_string()});
   }
   return out;
 }
 
-/// Iteration time of a scenario with overrides, or NaN when that configuration is invalid or does
-/// not fit in memory (both are UserErrors).
-double iteration_s(const std::string& scenario, const std::vector<std::string>& overrides) {
+/// A row's predicted iteration time, simulated in a child process; NaN when the scenario does
+/// not fit in memory (a bad file is the user's error, reported here in the parent).
+double predict(const Row& row) {
+  load_scenario(row.scenario);
   const std::string text = run_in_child([&] {
     try {
-      const RunReport r = run_training(load_scenario(scenario, overrides), false);
-      return fmt::format("{:.17g}", r.iteration_s);
+      return fmt::format("{:.17g}", run_training(load_scenario(row.scenario), false).iteration_s);
     } catch (const UserError&) {
       return std::string("nan");
     }
   });
   return text == "nan" ? std::numeric_limits<double>::quiet_NaN() : std::stod(text);
-}
-
-/// The published rows' one rule for unstated knobs: the fastest that fits over microbatch in
-/// {1, 2, 4, 8} and virtual stages in {1, 2, 3, 4}. Returns the time and the knobs chosen.
-std::pair<double, std::string> predict(const Row& row) {
-  load_scenario(row.scenario);  // a bad file is the user's error, not a configuration that does not fit
-  if (!row.tune) return {iteration_s(row.scenario, {}), "as published"};
-  double best = std::numeric_limits<double>::quiet_NaN();
-  std::string chosen;
-  for (int mb : {1, 2, 4, 8})
-    for (int v : {1, 2, 3, 4}) {
-      const double t = iteration_s(row.scenario, {"microbatch=" + std::to_string(mb),
-                                                  "parallel.virtual_stages=" + std::to_string(v),
-                                                  std::string("schedule=") + (v > 1 ? "interleaved" : "1f1b")});
-      if (!std::isnan(t) && (std::isnan(best) || t < best)) {
-        best = t;
-        chosen = fmt::format("mb {} v {}", mb, v);
-      }
-    }
-  return {best, chosen};
 }
 
 }  // namespace
@@ -86,18 +65,18 @@ void add_validate_command(CLI::App& app) {
       std::erase_if(rows, [&](const Row& r) { return std::find(only->begin(), only->end(), r.name) == only->end(); });
       if (rows.empty()) throw UserError("command line", 0, "--only", "expected row names listed in " + *file);
     }
-    std::cout << fmt::format("# {:<32} {:>10} {:>10} {:>8}  {}\n", "row", "published", "predicted", "error", "knobs");
+    std::cout << fmt::format("# {:<32} {:>10} {:>10} {:>8}\n", "row", "published", "predicted", "error");
     std::cout << fmt::format("# {:<32} {:>10} {:>10} {:>8}\n", "", "(s)", "(s)", "(%)");
     double sum = 0, worst = 0;
     int counted = 0;
     for (const Row& r : rows) {
-      const auto [predicted, knobs] = predict(r);
+      const double predicted = predict(r);
       if (std::isnan(predicted)) {
-        std::cout << fmt::format("  {:<32} {:>10.2f} {:>10} {:>8}  no configuration fits\n", r.name, r.published_s, "-", "-");
+        std::cout << fmt::format("  {:<32} {:>10.2f} {:>10} {:>8}  does not fit in memory\n", r.name, r.published_s, "-", "-");
         continue;
       }
       const double error = 100 * (predicted - r.published_s) / r.published_s;
-      std::cout << fmt::format("  {:<32} {:>10.2f} {:>10.3f} {:>+8.1f}  {}\n", r.name, r.published_s, predicted, error, knobs);
+      std::cout << fmt::format("  {:<32} {:>10.2f} {:>10.3f} {:>+8.1f}\n", r.name, r.published_s, predicted, error);
       sum += std::abs(error);
       worst = std::max(worst, std::abs(error));
       ++counted;
