@@ -194,10 +194,14 @@ void read_schedule(const YamlField& f, const YamlField& parallel, ScenarioSpec& 
   if (!s.schedule)
     f.fail("expected a pipeline schedule, one of: " + schedule_names() + "; got '" + s.schedule_name + "'");
   const bool chunks_given = parallel.find("virtual_stages").has_value();
-  if (!s.overlap_p2p_comm && s.schedule_name != "gpipe" && s.schedule_name != "1f1b" && s.schedule_name != "interleaved")
+  if (!s.overlap_p2p_comm && !s.schedule->runs_blocking_p2p()) {
+    std::string megatron;
+    for (const Schedule* other : all_schedules())
+      if (other->runs_blocking_p2p()) megatron += (megatron.empty() ? "" : ", ") + other->name();
     parallel.child("overlap_p2p_comm")
-        .fail("expected true with " + s.schedule_name +
-              ": blocking send/recv is modelled for Megatron-LM's own schedules (gpipe, 1f1b, interleaved)");
+        .fail("expected true with " + s.schedule_name + ": blocking send/recv is modelled for Megatron-LM's own schedules (" +
+              megatron + ")");
+  }
   if (s.schedule->chunks_required() > 0 && !chunks_given) s.virtual_stages = s.schedule->chunks_required();
   const ScheduleShape shape = s.schedule_shape();
   if (auto why = s.schedule->not_applicable(shape))

@@ -65,6 +65,9 @@ class Schedule {
   virtual std::vector<Slot> route(const ScheduleShape& shape, int microbatch) const;
   /// The chunk count v this schedule runs; 0 when it takes any.
   virtual int chunks_required() const { return 0; }
+  /// Whether blocking send/recv (Megatron-LM's synchronous p2p) is modelled for this schedule's
+  /// tables: Megatron's own schedules, whose sends and receives pair up in the order we replay.
+  virtual bool runs_blocking_p2p() const { return false; }
 };
 
 const Schedule* find_schedule(const std::string& name);

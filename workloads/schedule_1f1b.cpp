@@ -12,6 +12,7 @@ class OneFOneB final : public Schedule {
  public:
   std::string name() const override { return "1f1b"; }
   int chunks_required() const override { return 1; }
+  bool runs_blocking_p2p() const override { return true; }
   std::string description() const override {
     return "one forward one backward after p-r-1 warm-up forwards; holds p microbatches";
   }

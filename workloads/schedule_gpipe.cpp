@@ -9,6 +9,7 @@ class GPipe final : public Schedule {
  public:
   std::string name() const override { return "gpipe"; }
   int chunks_required() const override { return 1; }
+  bool runs_blocking_p2p() const override { return true; }
   std::string description() const override {
     return "all forwards then all backwards; holds m microbatches";
   }

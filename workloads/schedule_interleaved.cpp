@@ -16,6 +16,7 @@ namespace {
 class Interleaved final : public Schedule {
  public:
   std::string name() const override { return "interleaved"; }
+  bool runs_blocking_p2p() const override { return true; }
   std::string description() const override {
     return "Megatron's interleaved 1F1B: v chunks per rank in microbatch groups; bubble (p-1)(F+B)/v";
   }
