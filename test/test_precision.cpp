@@ -86,10 +86,11 @@ TEST_CASE("fp8 gathers sequence-parallel gemm inputs in one byte and reduces out
 
 TEST_CASE("gradients are reduced in fp16 under fp16 and in fp32 otherwise, as Megatron-LM does") {
   // --accumulate-allreduce-grads-in-fp32 is off by default and forced on for bf16; FP8 recipes keep
-  // bf16 parameters. The ZeRO-1 parameter all-gather stays 16-bit either way.
+  // bf16 parameters.
+  using clustersim::IterationPlan, clustersim::load_scenario, clustersim::plan_iteration;
   const std::string scenario = source_path("scenarios/gpt3-175b-a100-1024.yaml");
-  const clustersim::IterationPlan fp16 = clustersim::plan_iteration(clustersim::load_scenario(scenario, {"precision=fp16"}));
-  const clustersim::IterationPlan bf16 = clustersim::plan_iteration(clustersim::load_scenario(scenario, {"precision=bf16"}));
+  const IterationPlan fp16 = plan_iteration(load_scenario(scenario, {"precision=fp16"}));
+  const IterationPlan bf16 = plan_iteration(load_scenario(scenario, {"precision=bf16"}));
   CHECK(fp16.gradient_bytes_per_param == 2);
   CHECK(bf16.gradient_bytes_per_param == 4);
   REQUIRE(fp16.stages.size() == bf16.stages.size());
@@ -98,7 +99,6 @@ TEST_CASE("gradients are reduced in fp16 under fp16 and in fp32 otherwise, as Me
     CHECK(bf16.stages[k].gradient_bytes == 2 * fp16.stages[k].gradient_bytes);
   }
   CHECK(bf16.embedding_sync_bytes == 2 * fp16.embedding_sync_bytes);
-  const clustersim::IterationPlan fp8 = clustersim::plan_iteration(
-      clustersim::load_scenario(source_path("scenarios/deepseek-v3-h800-2048.yaml")));
+  const IterationPlan fp8 = plan_iteration(load_scenario(source_path("scenarios/deepseek-v3-h800-2048.yaml")));
   CHECK(fp8.gradient_bytes_per_param == 4);
 }
