@@ -206,15 +206,12 @@ OpTime estimate_op_time(const GpuModel& gpu, const std::string& precision, const
 }
 
 Seconds op_time(const GpuModel& gpu, const std::string& precision, const ComputeOp& op, const KernelTable* kernels) {
-  const std::string dtype = kernel_dtype(op, precision);
-  if (kernels)
-    if (auto measured = kernels->find(gpu.name, op.name, dtype, op.shape)) return *measured;
-  const Roofline r = roofline(gpu, dtype, op);
-  if (!r.missing.empty())
-    throw UserError(gpu.catalog_file, gpu.catalog_line, gpu.catalog_path.empty() ? r.missing : gpu.catalog_path + "." + r.missing,
-                    "expected a " + r.missing + " calibration for " + gpu.name + " to time '" + op.name +
-                        "' (see the catalog's header), or a kernel table row for it");
-  return r.seconds;
+  const OpTime t = estimate_op_time(gpu, precision, op, kernels);
+  if (t.source != TimeSource::uncalibrated) return t.seconds;
+  const std::string missing = roofline(gpu, kernel_dtype(op, precision), op).missing;  // to name it
+  throw UserError(gpu.catalog_file, gpu.catalog_line, gpu.catalog_path.empty() ? missing : gpu.catalog_path + "." + missing,
+                  "expected a " + missing + " calibration for " + gpu.name + " to time '" + op.name +
+                      "' (see the catalog's header), or a kernel table row for it");
 }
 
 // ---------------------------------------------------------------------------------------------
