@@ -164,8 +164,7 @@ void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
   if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
     f.child("cp").fail("expected 2 x cp (" + std::to_string(2 * l.cp) + ") to divide the sequence length " +
                        std::to_string(m.seq_len) + model + ": balanced causal sharding cuts it into 2 x cp chunks");
-  const bool own_encoder_stage = m.encoder && m.encoder->placement == EncoderPlacement::own_stage;
-  if (!f.find("stage_layers") && !own_encoder_stage && m.layers % l.pp != 0)
+  if (!f.find("stage_layers") && s.first_language_stage() == 0 && m.layers % l.pp != 0)
     f.child("pp").fail("expected a divisor of the " + std::to_string(m.layers) + " layers" + model);
   if (m.heads % l.tp != 0)
     f.child("tp").fail("expected a divisor of the " + std::to_string(m.heads) + " attention heads" + model);
