@@ -62,7 +62,12 @@ class IterationBuilder {
  private:
   using PassKey = std::tuple<int, bool, int>;  // (model stage, forward?, microbatch)
 
-  Seconds tp_time(int rank, const Segment& s) { return collective_time(rank, s, plan_.tp_group[rank]); }
+  /// A TP collective shows what the compute running beside it does not hide; the weight gradient
+  /// hides it only when it runs in the same pass.
+  Seconds tp_time(int rank, const Segment& s, bool weight_in_pass) {
+    const Seconds hidden = s.hidden_s + (weight_in_pass ? s.hidden_by_weight_s : 0);
+    return std::max(0.0, collective_time(rank, s, plan_.tp_group[rank]) - hidden);
+  }
 
   /// A context-parallel step: a ring-attention exchange shows what its compute does not hide, each
   /// of its steps; all-gather CP is a blocking collective over the group.
@@ -136,7 +141,7 @@ class IterationBuilder {
     PassShape shape;
     for (const auto* segments : lists)
       for (const Segment& s : *segments) {
-        const Seconds d = s.kind == SegmentKind::tp_comm   ? tp_time(rank, s)
+        const Seconds d = s.kind == SegmentKind::tp_comm   ? tp_time(rank, s, kind == PassKind::backward)
                           : s.kind == SegmentKind::ep_comm ? traffic_time(s.traffic)
                           : s.kind == SegmentKind::cp_comm ? cp_time(rank, s)
                           : s.kind == SegmentKind::dp_comm ? zero_time(rank, s)
@@ -250,7 +255,7 @@ class IterationBuilder {
         Segment gather;
         gather.tp_op = Op::all_gather;
         gather.tp_bytes = plan_.p2p_gather_bytes;
-        Flow g = delay(dst, tp_time(consumer.rank, gather));
+        Flow g = delay(dst, tp_time(consumer.rank, gather, false));
         g.after.push_back(id);
         arrival = graph_.add(std::move(g));
       }

@@ -19,6 +19,8 @@ TEST_CASE("every validation row names a scenario that loads with the published l
         load_scenario(test::source_path("scenarios/validation/" + rows.element(i).child("scenario").as_string()));
     CHECK(s.gpus() == s.layout.tp * s.layout.pp * s.layout.dp);
     CHECK(s.cluster.name == "dgx-a100-superpod");
+    // Table 5 ran Megatron-LM of 2022, whose TP backward reductions run beside the weight gradients.
+    CHECK(s.overlap_tp_backward == (s.name.rfind("korthikanti", 0) == 0));
   }
 }
 
@@ -47,6 +49,7 @@ TEST_CASE("table 1 rows run the microbatch, interleaving and gradient overlap of
     CHECK(s.schedule_name == (k.virtual_stages > 1 ? "interleaved" : "1f1b"));
     CHECK(s.overlap_grad_reduce == k.torch_ddp);
     CHECK_FALSE(s.overlap_p2p_comm);
+    CHECK_FALSE(s.overlap_tp_backward);  // Megatron-LM of 2021 all-reduced the TP backward blocking
     CHECK(s.precision == "fp16");
   }
 }

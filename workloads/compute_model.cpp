@@ -178,11 +178,12 @@ Roofline roofline(const GpuModel& gpu, const std::string& dtype, const ComputeOp
     need(gpu.score_matmul_efficiency.has_value(), "score_matmul_efficiency");
     const double fraction = gpu.score_matmul_efficiency ? gpu.score_matmul_efficiency->score_hbm_fraction : 1.0;
     r.seconds = op.flops / *peak + double(op.score_bytes) / (gpu.hbm_bandwidth_Bps * fraction);
-    return r;
+  } else {
+    const Seconds compute_s = executed_flops / (*peak * compute_fraction);
+    const Seconds memory_s = double(op.hbm_bytes) / (gpu.hbm_bandwidth_Bps * hbm_fraction);
+    r.seconds = std::max(compute_s, memory_s);
   }
-  const Seconds compute_s = executed_flops / (*peak * compute_fraction);
-  const Seconds memory_s = double(op.hbm_bytes) / (gpu.hbm_bandwidth_Bps * hbm_fraction);
-  r.seconds = std::max(compute_s, memory_s);
+  if (gpu.in_training_efficiency) r.seconds /= gpu.in_training_efficiency->fraction;
   return r;
 }
 
@@ -420,6 +421,14 @@ ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_paral
   ComputeOp op = gemm("logits", long(microbatch) * m.seq_len, vocab_per_gpu, m.hidden);
   op.keeps_16bit = true;
   return op;
+}
+
+CrossEntropyOps cross_entropy_ops(const ModelSpec& m, int microbatch, int tensor_parallel) {
+  const long tokens = long(microbatch) * m.seq_len, vocab_per_gpu = logits_forward_op(m, microbatch, tensor_parallel).shape.n;
+  CrossEntropyOps ce{elementwise("cross_entropy", tokens, vocab_per_gpu, 6.0 + 4 + 8 + 8 + 4 + 8),
+                     elementwise("cross_entropy.bwd", tokens, vocab_per_gpu, 8.0 + 6)};
+  ce.backward.pass = OpPass::backward_input;
+  return ce;
 }
 
 ComputeOp optimizer_op(double parameters, bool loss_scaling) {

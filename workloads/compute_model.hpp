@@ -9,6 +9,8 @@
 //    the kernel executes; a causal kernel skips the masked half of the scores square that
 //    model_math counts. Calibrated on forward+backward, so one fraction serves both passes.
 //  - elementwise, optimizer: memory-bound; their FLOPs are free, as in model_math.
+//  - every op, where the catalog has in_training_efficiency: the time above over that fraction,
+//    since a kernel inside a training layer runs slower than the same kernel benchmarked alone.
 // The GEMM and attention curves are measured in bf16 and applied to every datatype.
 //
 // A GPU lacking a calibration an op needs: estimate_op_time uses efficiency 1 (a lower bound on
@@ -142,6 +144,16 @@ ComputeOp encoder_projection_op(const ModelSpec& m, int microbatch, int tensor_p
 
 /// The logit GEMM on one GPU, vocabulary split over tensor_parallel (cross-entropy not modeled).
 ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel);
+
+/// Megatron's vocabulary-parallel cross-entropy on one GPU, over the microbatch's logits (the
+/// vocabulary split over tensor_parallel). Forward: the 16-bit logits cast to fp32 (6 B per logit),
+/// their max (4), the max subtracted (8), exponentiated (8), summed (4) and divided into the softmax
+/// it keeps (8), 38 B; backward: the kept softmax scaled by the loss gradient (8) and cast back to
+/// 16 bits (6), 14 B. Its three all-reduces of one float per token are the caller's.
+struct CrossEntropyOps {
+  ComputeOp forward, backward;
+};
+CrossEntropyOps cross_entropy_ops(const ModelSpec& m, int microbatch, int tensor_parallel);
 
 /// One mixed-precision optimizer step over `parameters` on this GPU, as Megatron-LM runs it (its
 /// MixedPrecisionOptimizer.step and the train step's zero_grad_buffer), in bytes per parameter:

@@ -70,6 +70,11 @@ HbmEfficiency read_hbm_efficiency(const YamlField& f) {
   return HbmEfficiency{read_fraction(f.child("fraction")), f.child("source").as_string()};
 }
 
+InTrainingEfficiency read_in_training_efficiency(const YamlField& f) {
+  f.expect_keys({"fraction", "source"});
+  return InTrainingEfficiency{read_fraction(f.child("fraction")), f.child("source").as_string()};
+}
+
 ScoreMatmulEfficiency read_score_matmul_efficiency(const YamlField& f) {
   f.expect_keys({"score_hbm_fraction", "source"});
   return ScoreMatmulEfficiency{read_fraction(f.child("score_hbm_fraction")), f.child("source").as_string()};
@@ -77,7 +82,7 @@ ScoreMatmulEfficiency read_score_matmul_efficiency(const YamlField& f) {
 
 GpuModel read_gpu(const YamlField& f) {
   f.expect_keys({"name", "peak_tflops", "hbm_GiB", "hbm_GB", "hbm_bandwidth_TBps", "gemm_efficiency",
-                 "attention_efficiency", "hbm_efficiency", "score_matmul_efficiency", "source"});
+                 "attention_efficiency", "hbm_efficiency", "score_matmul_efficiency", "in_training_efficiency", "source"});
   GpuModel gpu;
   gpu.name = f.child("name").as_string();
   gpu.peak_flops_per_s = read_peaks(f.child("peak_tflops"));
@@ -87,6 +92,7 @@ GpuModel read_gpu(const YamlField& f) {
   if (auto e = f.find("attention_efficiency")) gpu.attention_efficiency = read_attention_efficiency(*e);
   if (auto e = f.find("hbm_efficiency")) gpu.hbm_efficiency = read_hbm_efficiency(*e);
   if (auto e = f.find("score_matmul_efficiency")) gpu.score_matmul_efficiency = read_score_matmul_efficiency(*e);
+  if (auto e = f.find("in_training_efficiency")) gpu.in_training_efficiency = read_in_training_efficiency(*e);
   gpu.source = f.child("source").as_string();  // required: every figure says where it is from
   gpu.catalog_file = f.file();
   gpu.catalog_line = f.line();

@@ -47,6 +47,15 @@ struct ScoreMatmulEfficiency {
   std::string source;
 };
 
+/// The fraction of the calibrated speed that kernels keep inside a training step. The curves above
+/// come from kernel benchmarks, which time one kernel in a loop; a training layer runs dozens of
+/// different kernels back to back, at sustained power, with launch gaps between them. Fitted once
+/// per GPU to published per-layer times; without it, 1 (benchmark speed).
+struct InTrainingEfficiency {
+  double fraction = 1.0;
+  std::string source;
+};
+
 /// FP8 or an OCP MX format ("mxfp8", "mxfp6", "mxfp4"): GEMM inputs of at most one byte.
 inline bool is_eight_bit(const std::string& dtype) { return dtype == "fp8" || dtype.rfind("mxfp", 0) == 0; }
 
@@ -59,6 +68,7 @@ struct GpuModel {
   std::optional<AttentionEfficiency> attention_efficiency;
   std::optional<HbmEfficiency> hbm_efficiency;
   std::optional<ScoreMatmulEfficiency> score_matmul_efficiency;
+  std::optional<InTrainingEfficiency> in_training_efficiency;
   std::string source;
   // Where the entry is written, so a missing calibration can be reported there.
   std::string catalog_file;

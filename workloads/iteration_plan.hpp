@@ -34,11 +34,15 @@ struct Segment {
   Op tp_op = Op::all_reduce;
   Bytes tp_bytes = 0;      // tp_comm: nccl-tests size of the collective
   int traffic = -1;        // ep_comm, cp_comm ring: index into IterationPlan::traffic
-  /// cp_comm: a ring-attention step repeated `repeat` times, each hidden under `hidden_s` of the
-  /// attention compute that runs meanwhile; without traffic, a collective (tp_op, tp_bytes) over
-  /// the context-parallel group.
+  /// cp_comm: a ring-attention step repeated `repeat` times; without traffic, a collective (tp_op,
+  /// tp_bytes) over the context-parallel group.
   int repeat = 1;
+  /// A collective that runs beside compute (each ring-attention step, ZeRO's per-layer collectives,
+  /// SP's backward re-gather) shows only what exceeds the hidden_s of compute running meanwhile.
   Seconds hidden_s = 0;
+  /// tp_comm in a backward: also hidden under this much weight-gradient compute, when the weight
+  /// gradient runs in the same pass (not when a zero-bubble schedule defers it).
+  Seconds hidden_by_weight_s = 0;
   CommGroup group = CommGroup::tp;  // tp_comm, cp_comm and dp_comm collectives
 };
 

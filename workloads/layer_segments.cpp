@@ -44,7 +44,7 @@ class SegmentWriter {
     seg.hidden_s = core_s_ / s_.layout.cp;
     out_.push_back(seg);
   }
-  void collective(Op tp_op, const std::string& label, Bytes bytes) {
+  void collective(Op tp_op, const std::string& label, Bytes bytes, Seconds hidden_s = 0, Seconds hidden_by_weight_s = 0) {
     flush();
     if (s_.layout.tp < 2) return;
     Segment seg;
@@ -52,6 +52,8 @@ class SegmentWriter {
     seg.label = label;
     seg.tp_op = tp_op;
     seg.tp_bytes = bytes;
+    seg.hidden_s = hidden_s;
+    seg.hidden_by_weight_s = hidden_by_weight_s;
     out_.push_back(seg);
   }
   void flush(const std::string& label = "compute") {
@@ -110,20 +112,59 @@ void forward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& ops, Byt
   w.flush("layer forward");
 }
 
+/// The GEMMs that read a layer's normed input, each block's column-parallel linear in Megatron:
+/// the attention's QKV (MLA: its two down-projections) and the FFN's first GEMM (gate and up, one
+/// fused linear; in an MoE layer the router and the shared experts).
+bool reads_attention_input(const std::string& gemm) { return gemm == "qkv" || gemm == "q_down" || gemm == "kv_down"; }
+bool reads_ffn_input(const std::string& gemm) {
+  return gemm == "ffn_up" || gemm == "ffn_gate" || gemm == "router" || gemm == "shared_up" || gemm == "shared_gate";
+}
+
+/// The backward time of the GEMMs `reads` picks, in one pass (input or weight gradient).
+Seconds linear_backward_s(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<ComputeOp>& bwd,
+                          bool (*reads)(const std::string&), OpPass pass) {
+  Seconds t = 0;
+  for (const ComputeOp& op : bwd) {
+    const std::string gemm = op.name.substr(0, op.name.find('.'));
+    if (op.pass == pass && op.kind == ComputeKind::gemm && reads(gemm)) t += op_time(s.gpu, s.precision, op, kernels);
+  }
+  return t;
+}
+
 /// One layer's input-gradient ops, with the mirrored collectives; weight gradients go to `weight`.
-void backward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& bwd, Bytes tp_bytes, SegmentWriter& input,
-                    SegmentWriter& weight) {
+/// A column-parallel linear's input gradient is reduced over TP (reduce-scattered under SP); under
+/// SP its weight gradient needs the whole input again, so it is re-gathered first. With Megatron's
+/// asynchronous TP backward (s.overlap_tp_backward) the re-gather runs during the input-gradient
+/// GEMM and the reduction during the weight-gradient GEMM; otherwise both block.
+void backward_layer(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<ComputeOp>& bwd,
+                    Bytes tp_bytes, SegmentWriter& input, SegmentWriter& weight) {
   const bool sp = s.sequence_parallel;
-  bool ffn_in_done = false;
+  const Bytes gather_bytes = s.eight_bit_gemm_inputs() ? tp_bytes / 2 : tp_bytes;
+  const Op reduce = sp ? Op::reduce_scatter : Op::all_reduce;
+  const std::string reduce_name = sp ? "reduce-scatter" : "all-reduce";
+  auto overlap = [&](bool (*reads)(const std::string&), OpPass pass) {
+    return s.overlap_tp_backward ? linear_backward_s(s, kernels, bwd, reads, pass) : 0.0;
+  };
+  bool ffn_in_started = false, ffn_in_done = false, attention_in_started = false;
   for (std::size_t i = 0; i < bwd.size(); ++i) {
     const ComputeOp& op = bwd[i];
     if (op.pass == OpPass::backward_weight) {
       weight.op(op);
       continue;
     }
+    const std::string gemm = op.name.substr(0, op.name.find('.'));
     if (core_starts(bwd, i)) input.before_attention(true);
     if (sp && op.name == "ffn_down.dgrad") input.collective(Op::all_gather, "mlp grad all-gather", tp_bytes);
     if (sp && op.name == "attn_out.dgrad") input.collective(Op::all_gather, "attention grad all-gather", tp_bytes);
+    if (sp && op.kind == ComputeKind::gemm && reads_ffn_input(gemm) && !ffn_in_started) {
+      input.collective(Op::all_gather, "mlp input re-gather", gather_bytes, overlap(reads_ffn_input, OpPass::backward_input));
+      ffn_in_started = true;
+    }
+    if (sp && op.kind == ComputeKind::gemm && reads_attention_input(gemm) && !attention_in_started) {
+      input.collective(Op::all_gather, "attention input re-gather", gather_bytes,
+                       overlap(reads_attention_input, OpPass::backward_input));
+      attention_in_started = true;
+    }
     input.op(op);
     if (core_ends(bwd, i)) input.after_attention(true);
     const bool ffn_in = op.name == "ffn_up.dgrad" || op.name == "ffn_gate.dgrad" || op.name == "router.dgrad";
@@ -132,11 +173,13 @@ void backward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& bwd, By
     const bool last_ffn_in =
         ffn_in && (op.name == "ffn_gate.dgrad" || op.name == "router.dgrad" || s.model.ffn == FfnType::gelu);
     if (last_ffn_in && !ffn_in_done) {
-      input.collective(sp ? Op::reduce_scatter : Op::all_reduce, "mlp input-grad " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
+      input.collective(reduce, "mlp input-grad " + reduce_name, tp_bytes, 0,
+                       overlap(reads_ffn_input, OpPass::backward_weight));
       ffn_in_done = true;
     }
     if (op.name == "qkv.dgrad" || op.name == "q_down.dgrad")
-      input.collective(sp ? Op::reduce_scatter : Op::all_reduce, "attention input-grad " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
+      input.collective(reduce, "attention input-grad " + reduce_name, tp_bytes, 0,
+                       overlap(reads_attention_input, OpPass::backward_weight));
   }
   input.flush("layer backward");
   weight.flush("layer weight grad");
@@ -239,7 +282,7 @@ LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* ker
   forward_layer(s, fwd_ops, tp_bytes, f);
   SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
       bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
-  backward_layer(s, backward_ops(fwd_ops), tp_bytes, bi, bw);
+  backward_layer(s, kernels, backward_ops(fwd_ops), tp_bytes, bi, bw);
   add_recompute(s, kernels, out.forward, fwd_ops, cp, out);
   out.params_on_gpu = gemm_params(fwd_ops);
   add_zero(s, out);
@@ -285,7 +328,7 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   if (wait_bwd > 0)
     out.backward_input.push_back({SegmentKind::imbalance, "expert imbalance", wait_bwd, Op::all_reduce, 0});
   out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine));
-  backward_layer(s, backward_ops(own.before_dispatch), tp_bytes, bi, bw);
+  backward_layer(s, kernels, backward_ops(own.before_dispatch), tp_bytes, bi, bw);
   add_recompute(s, kernels, out.forward, own.before_dispatch, cp, out);
 
   out.params_on_gpu = gemm_params(own.before_dispatch);

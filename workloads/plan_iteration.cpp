@@ -154,6 +154,28 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   };
   const ComputeOp logits = logits_forward_op(s.model, s.microbatch, t);
   const std::vector<ComputeOp> logits_bwd = backward_ops({logits});
+  const CrossEntropyOps loss = cross_entropy_ops(s.model, s.microbatch, t);
+  // The vocabulary-parallel embedding and output layer's TP collectives (Megatron's
+  // VocabParallelEmbedding and parallel_lm_logits): the embedding's partial outputs are reduced
+  // (reduce-scattered under SP); under SP the output layer gathers its input, and its input gradient
+  // is reduced like a column-parallel linear's, beside the logits' weight gradient when the TP
+  // backward is asynchronous; the cross-entropy all-reduces a max, a target logit and a sum per token.
+  auto tp_collective = [&](Op op, const std::string& label, Bytes bytes, Seconds hidden_by_weight_s = 0) {
+    Segment seg;
+    seg.kind = SegmentKind::tp_comm;
+    seg.label = label;
+    seg.tp_op = op;
+    seg.tp_bytes = bytes;
+    seg.hidden_by_weight_s = hidden_by_weight_s;
+    return seg;
+  };
+  const bool sp_on = s.sequence_parallel;
+  const Op tp_reduce = sp_on ? Op::reduce_scatter : Op::all_reduce;
+  const std::string tp_reduce_name = sp_on ? "reduce-scatter" : "all-reduce";
+  Seconds logits_wgrad_s = 0;
+  for (const ComputeOp& op : logits_bwd)
+    if (op.pass == OpPass::backward_weight) logits_wgrad_s += op_time(s.gpu, s.precision, op, kernels);
+  const Bytes per_token_float_bytes = static_cast<Bytes>(s.local_tokens()) * 4;
   for (int stage = 0; stage < stages; ++stage) {
     StagePlan sp;
     double params = 0, expert_params = 0;
@@ -167,7 +189,10 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       params += layer.params_on_gpu;
       expert_params += layer.expert_params_on_gpu;
     }
-    if (stage == plan.embedding_stage) params += embedding_params;
+    if (stage == plan.embedding_stage) {
+      params += embedding_params;
+      if (t > 1) sp.forward.insert(sp.forward.begin(), tp_collective(tp_reduce, "embedding " + tp_reduce_name, tp_bytes));
+    }
     if (stage == 0 && encoder) {
       std::vector<Segment> fwd, bwd_in, bwd_w;
       for (int l = 0; l < s.model.encoder->layers; ++l) {
@@ -187,13 +212,22 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       sp.backward_weight.insert(sp.backward_weight.end(), bwd_w.begin(), bwd_w.end());
     }
     if (stage == stages - 1) {
-      // The output layer: logits GEMM forward, its input and weight gradients backward.
+      // The output layer: logits GEMM and cross-entropy forward; backward, the cross-entropy's, the
+      // logits' input gradient and its TP reduction first, the weight gradient with the others.
+      std::vector<Segment> head_bwd;
+      if (t > 1 && sp_on) sp.forward.push_back(tp_collective(Op::all_gather, "output all-gather", tp_bytes));
       sp.forward.push_back(timed(logits, "logits"));
-      for (const ComputeOp& op : logits_bwd) {
-        const Segment seg = timed(op, op.name);
-        (op.pass == OpPass::backward_weight ? sp.backward_weight : sp.backward_input).insert(
-            op.pass == OpPass::backward_weight ? sp.backward_weight.end() : sp.backward_input.begin(), seg);
+      sp.forward.push_back(timed(loss.forward, "cross-entropy"));
+      head_bwd.push_back(timed(loss.backward, "cross-entropy.bwd"));
+      for (const ComputeOp& op : logits_bwd)
+        (op.pass == OpPass::backward_weight ? sp.backward_weight : head_bwd).push_back(timed(op, op.name));
+      if (t > 1) {
+        for (const char* what : {"max", "target logit", "sum"})
+          sp.forward.push_back(tp_collective(Op::all_reduce, std::string("cross-entropy ") + what + " all-reduce", per_token_float_bytes));
+        head_bwd.push_back(tp_collective(tp_reduce, "output input-grad " + tp_reduce_name, tp_bytes,
+                                         s.overlap_tp_backward ? logits_wgrad_s : 0));
       }
+      sp.backward_input.insert(sp.backward_input.begin(), head_bwd.begin(), head_bwd.end());
       if (!s.model.tied_embeddings || stage > plan.embedding_stage) params += embedding_params;
     }
     sp.activation_bytes = tp_bytes / static_cast<Bytes>(t);

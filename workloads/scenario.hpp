@@ -49,6 +49,11 @@ struct ScenarioSpec {
   // true: DP gradients reduce in buckets during the last backward (Megatron-Core's
   // --overlap-grad-reduce, PyTorch DDP); false: in one piece after the rank's whole backward.
   bool overlap_grad_reduce = true;
+  // true: Megatron's asynchronous TP backward. A column-parallel linear's input-gradient all-reduce
+  // (reduce-scatter under SP) runs during its weight-gradient GEMM, and under SP the re-gather of
+  // its sequence-sharded input runs during its input-gradient GEMM. false: both block the compute
+  // stream, as Megatron-LM did before it (2021).
+  bool overlap_tp_backward = true;
   std::string schedule_name;
   const Schedule* schedule = nullptr;
   int global_batch = 0;          // sequences per iteration
