@@ -409,30 +409,31 @@ TEST_CASE("An uncalibrated GPU is timed at peak and flagged and op_time refuses 
   CHECK(op_time(b200, "bf16", op, &table) == Approx(1e-3));
 }
 
-TEST_CASE("A catalog efficiency above 1 is a UserError at its field") {
+namespace {
+
+/// The UserError of a one-GPU catalog whose sixth line is `entry`.
+UserError catalog_error(const std::string& entry) {
   const std::string text =
       "gpus:\n"
       "  - name: X\n"
       "    peak_tflops: {bf16: 100}\n"
       "    hbm_GB: 80\n"
       "    hbm_bandwidth_TBps: 2\n"
-      "    hbm_efficiency: {fraction: 1.2, source: test}\n"
+      "    " + entry + "\n"
       "    source: test\n";
-  const UserError e = error_of([&] { parse_gpu_catalog(YamlField::load_string(text, "g.yaml")); });
+  return error_of([&] { parse_gpu_catalog(YamlField::load_string(text, "g.yaml")); });
+}
+
+}  // namespace
+
+TEST_CASE("A catalog efficiency above 1 is a UserError at its field") {
+  const UserError e = catalog_error("hbm_efficiency: {fraction: 1.2, source: test}");
   CHECK(e.field_path() == "gpus[0].hbm_efficiency.fraction");
   CHECK(e.line() == 6);
 }
 
 TEST_CASE("An in-training efficiency of 0 is a UserError at its field") {
-  const std::string text =
-      "gpus:\n"
-      "  - name: X\n"
-      "    peak_tflops: {bf16: 100}\n"
-      "    hbm_GB: 80\n"
-      "    hbm_bandwidth_TBps: 2\n"
-      "    in_training_efficiency: {fraction: 0, source: test}\n"
-      "    source: test\n";
-  const UserError e = error_of([&] { parse_gpu_catalog(YamlField::load_string(text, "g.yaml")); });
+  const UserError e = catalog_error("in_training_efficiency: {fraction: 0, source: test}");
   CHECK(e.field_path() == "gpus[0].in_training_efficiency.fraction");
   CHECK(e.line() == 6);
 }

@@ -47,14 +47,7 @@ class SegmentWriter {
   void collective(Op tp_op, const std::string& label, Bytes bytes, Seconds hidden_s = 0, Seconds hidden_by_weight_s = 0) {
     flush();
     if (s_.layout.tp < 2) return;
-    Segment seg;
-    seg.kind = SegmentKind::tp_comm;
-    seg.label = label;
-    seg.tp_op = tp_op;
-    seg.tp_bytes = bytes;
-    seg.hidden_s = hidden_s;
-    seg.hidden_by_weight_s = hidden_by_weight_s;
-    out_.push_back(seg);
+    out_.push_back(tp_collective(tp_op, label, bytes, hidden_s, hidden_by_weight_s));
   }
   void flush(const std::string& label = "compute") {
     if (pending_s_ <= 0) return;
@@ -272,6 +265,17 @@ Seconds ops_time(const ScenarioSpec& s, const KernelTable* kernels, const std::v
 }
 
 }  // namespace
+
+Segment tp_collective(Op op, const std::string& label, Bytes bytes, Seconds hidden_s, Seconds hidden_by_weight_s) {
+  Segment seg;
+  seg.kind = SegmentKind::tp_comm;
+  seg.label = label;
+  seg.tp_op = op;
+  seg.tp_bytes = bytes;
+  seg.hidden_s = hidden_s;
+  seg.hidden_by_weight_s = hidden_by_weight_s;
+  return seg;
+}
 
 LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const ContextParallelPlan& cp) {
   const std::vector<ComputeOp> fwd_ops =

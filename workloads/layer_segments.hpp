@@ -24,6 +24,10 @@ struct ContextParallelPlan {
   Bytes gathered_kv_bytes = 0;
 };
 
+/// A TP collective step on the compute stream (kind tp_comm), hidden under hidden_s of compute
+/// that runs beside it and, in a whole backward, hidden_by_weight_s of weight gradient.
+Segment tp_collective(Op op, const std::string& label, Bytes bytes, Seconds hidden_s = 0, Seconds hidden_by_weight_s = 0);
+
 LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const ContextParallelPlan& cp = {});
 
 /// The all-to-alls of an MoE layer, as indices into IterationPlan::traffic: forward dispatch and

@@ -160,15 +160,6 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   // (reduce-scattered under SP); under SP the output layer gathers its input, and its input gradient
   // is reduced like a column-parallel linear's, beside the logits' weight gradient when the TP
   // backward is asynchronous; the cross-entropy all-reduces a max, a target logit and a sum per token.
-  auto tp_collective = [&](Op op, const std::string& label, Bytes bytes, Seconds hidden_by_weight_s = 0) {
-    Segment seg;
-    seg.kind = SegmentKind::tp_comm;
-    seg.label = label;
-    seg.tp_op = op;
-    seg.tp_bytes = bytes;
-    seg.hidden_by_weight_s = hidden_by_weight_s;
-    return seg;
-  };
   const bool sp_on = s.sequence_parallel;
   const Op tp_reduce = sp_on ? Op::reduce_scatter : Op::all_reduce;
   const std::string tp_reduce_name = sp_on ? "reduce-scatter" : "all-reduce";
@@ -224,7 +215,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       if (t > 1) {
         for (const char* what : {"max", "target logit", "sum"})
           sp.forward.push_back(tp_collective(Op::all_reduce, std::string("cross-entropy ") + what + " all-reduce", per_token_float_bytes));
-        head_bwd.push_back(tp_collective(tp_reduce, "output input-grad " + tp_reduce_name, tp_bytes,
+        head_bwd.push_back(tp_collective(tp_reduce, "output input-grad " + tp_reduce_name, tp_bytes, 0,
                                          s.overlap_tp_backward ? logits_wgrad_s : 0));
       }
       sp.backward_input.insert(sp.backward_input.begin(), head_bwd.begin(), head_bwd.end());
