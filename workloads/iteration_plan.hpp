@@ -25,8 +25,9 @@ enum class SegmentKind { compute, recompute, tp_comm, ep_comm, imbalance, cp_com
 enum class CommGroup { tp, cp, dp, expert_dp };
 const char* to_string(SegmentKind kind);
 
-/// One step on a GPU's compute stream. Compute has a duration; a TP collective is blocking (Megatron
-/// waits for it before the next GEMM) and is timed by the engine over its group, cached per shape.
+/// One step on a GPU's compute stream. Compute has a duration; a TP collective blocks it (Megatron
+/// waits for it before the next GEMM) for whatever the compute beside it does not hide, and is
+/// timed by the engine over its group, cached per shape.
 struct Segment {
   SegmentKind kind = SegmentKind::compute;
   std::string label;       // "layer 3 fwd", "attention all-reduce", ...
