@@ -226,9 +226,11 @@ TEST_CASE("blocking pipeline transfers with a schedule other than Megatron's are
   CHECK_THAT(r.stderr_text, Contains(": parallel.overlap_p2p_comm: expected true with zb-v: blocking send/recv is modelled"));
 }
 
-TEST_CASE("a TP backward overlap that is not a boolean is an error at the field") {
-  const auto r = run_cli("run " + clustersim::test::source_path("scenarios/gpt3-175b-h100-pp16.yaml") +
-                         " --set parallel.overlap_tp_backward=sometimes");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.stderr_text, Contains(": parallel.overlap_tp_backward: expected true or false"));
+TEST_CASE("a Megatron switch that is not a boolean is an error at the field") {
+  for (const std::string field : {"overlap_tp_backward", "gradient_accumulation_fusion"}) {
+    const auto r = run_cli("run " + clustersim::test::source_path("scenarios/gpt3-175b-h100-pp16.yaml") +
+                           " --set parallel." + field + "=sometimes");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.stderr_text, Contains(": parallel." + field + ": expected true or false"));
+  }
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "support.hpp"
+#include "workloads/gpu_catalog.hpp"
 
 using namespace clustersim;
 
@@ -144,4 +145,25 @@ TEST_CASE("the vocabulary-parallel embedding and output layer reduce over TP lik
   INFO("cross-entropy all-reduces " << cross_entropy * 1e6 << " us, a layer's all-reduce " << all_reduce * 1e6 << " us");
   CHECK(cross_entropy > 0);
   CHECK(cross_entropy < 0.2 * all_reduce);  // 32 KB each: latency, not bandwidth
+}
+
+TEST_CASE("without gradient accumulation fusion each microbatch adds every weight gradient to the buffer") {
+  // 22B on tp 8: a layer holds 6144 x (3 x 6144 + 6144 + 2 x 24576) / 8 weights; the tied embedding
+  // 51200 x 6144 / 8 gets its gradient twice (input and output layer) on this one stage. One
+  // microbatch: each is read from the buffer, read fresh in 16 bits and written back once.
+  const double layer = 6144.0 * (3 * 6144 + 6144 + 2 * 24576) / 8, embedding = 51200.0 * 6144 / 8;
+  const double params = 48 * layer + 2 * embedding;
+  const GpuModel& a100 = test::shipped_gpu("A100-SXM-80GB");
+  const double bytes_per_s = a100.hbm_bandwidth_Bps * a100.hbm_efficiency->fraction * a100.in_training_efficiency->fraction;
+  auto compute_s = [](const std::string& sets) {
+    const auto j = test::cli_json("run " + test::source_path(kScenario) + " " + sets);
+    return j["stages"][0]["time_s"]["compute"].get<double>();
+  };
+  for (const auto& [precision, buffer_bytes] : {std::pair("fp16", 2), std::pair("bf16", 4)}) {
+    INFO(precision << ": gradients accumulate in " << buffer_bytes << " bytes");
+    const std::string p = std::string("--set precision=") + precision;
+    const double added = compute_s(p + " --set parallel.gradient_accumulation_fusion=false") -
+                         compute_s(p + " --set parallel.gradient_accumulation_fusion=true");
+    CHECK(added == Approx(params * (2.0 * buffer_bytes + 2) / bytes_per_s).epsilon(1e-6));
+  }
 }

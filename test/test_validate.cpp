@@ -21,6 +21,10 @@ TEST_CASE("every validation row names a scenario that loads with the published l
     CHECK(s.cluster.name == "dgx-a100-superpod");
     // Table 5 ran Megatron-LM of 2022, whose TP backward reductions run beside the weight gradients.
     CHECK(s.overlap_tp_backward == (s.name.rfind("korthikanti", 0) == 0));
+    // Neither fused gradient accumulation: it came in 2022-02, and fp16 gradients kept it off
+    // until 2022-09.
+    CHECK_FALSE(s.gradient_accumulation_fusion);
+    CHECK(s.precision == "fp16");
   }
 }
 
@@ -65,4 +69,18 @@ TEST_CASE("validate prints the row with its error and the mean and max") {
   const double predicted = std::stod(m[1]), error = std::stod(m[2]);
   CHECK(error == Approx(100 * (predicted - 1.42) / 1.42).margin(0.1));
   CHECK_THAT(r.stdout_text, Catch::Contains("mean |error|") && Catch::Contains("over 1 rows"));
+}
+
+TEST_CASE("over every row of both tables the mean error is at most 5% and the largest at most 10%") {
+  // The issue's bar, on the A100 calibration fixed in scenarios/gpus.yaml before comparing: kernel
+  // benchmarks and Korthikanti's per-layer Table 4, none of the iteration times compared here.
+  const auto r = test::run_cli("validate --rows " + test::source_path("scenarios/validation/published.yaml"));
+  REQUIRE(r.exit_code == 0);
+  const std::regex summary(R"(mean \|error\| ([0-9.]+)%, max \|error\| ([0-9.]+)% over ([0-9]+) rows)");
+  std::smatch m;
+  REQUIRE(std::regex_search(r.stdout_text, m, summary));
+  INFO(r.stdout_text);
+  CHECK(std::stoi(m[3]) == 18);
+  CHECK(std::stod(m[1]) <= 5.0);
+  CHECK(std::stod(m[2]) <= 10.0);
 }

@@ -431,6 +431,10 @@ CrossEntropyOps cross_entropy_ops(const ModelSpec& m, int microbatch, int tensor
   return ce;
 }
 
+ComputeOp gradient_accumulation_op(double parameters, int accumulate_bytes) {
+  return elementwise("grad_accumulation", std::lround(parameters), 1, 2.0 * accumulate_bytes + 2);
+}
+
 ComputeOp optimizer_op(double parameters, bool loss_scaling) {
   ComputeOp op;
   op.name = "optimizer";

@@ -155,6 +155,12 @@ struct CrossEntropyOps {
 };
 CrossEntropyOps cross_entropy_ops(const ModelSpec& m, int microbatch, int tensor_parallel);
 
+/// Accumulating one microbatch's weight gradients into the gradient buffer outside the GEMM, as
+/// Megatron-LM's DDP hook does (main_grad.add_(grad)) when gradient accumulation is not fused into
+/// the weight-gradient GEMM: reads the buffer (accumulate_bytes per parameter) and the fresh 16-bit
+/// gradient (2), writes the buffer.
+ComputeOp gradient_accumulation_op(double parameters, int accumulate_bytes);
+
 /// One mixed-precision optimizer step over `parameters` on this GPU, as Megatron-LM runs it (its
 /// MixedPrecisionOptimizer.step and the train step's zero_grad_buffer), in bytes per parameter:
 /// the gradient-norm read for clipping (4); Adam reading fp32 gradient, master weight and both

@@ -264,6 +264,15 @@ Seconds ops_time(const ScenarioSpec& s, const KernelTable* kernels, const std::v
   return t;
 }
 
+/// Without gradient accumulation fusion, each microbatch's weight gradients of the layer are added
+/// to the gradient buffer (in the width gradients are reduced in) once the layer's backward is done.
+void add_gradient_accumulation(const ScenarioSpec& s, const KernelTable* kernels, LayerSegments& out) {
+  if (s.gradient_accumulation_fusion) return;
+  const ComputeOp add = gradient_accumulation_op(out.params_on_gpu + out.expert_params_on_gpu, s.gradient_reduce_bytes());
+  out.backward_weight.push_back({SegmentKind::compute, "gradient accumulation", op_time(s.gpu, s.precision, add, kernels),
+                                 Op::all_reduce, 0});
+}
+
 }  // namespace
 
 Segment tp_collective(Op op, const std::string& label, Bytes bytes, Seconds hidden_s, Seconds hidden_by_weight_s) {
@@ -289,6 +298,7 @@ LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* ker
   backward_layer(s, kernels, backward_ops(fwd_ops), tp_bytes, bi, bw);
   add_recompute(s, kernels, out.forward, fwd_ops, cp, out);
   out.params_on_gpu = gemm_params(fwd_ops);
+  add_gradient_accumulation(s, kernels, out);
   add_zero(s, out);
   return out;
 }
@@ -339,6 +349,7 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   // The experts' GEMMs above are one expert's matrices; this GPU holds routed_experts / ep of them.
   std::vector<ComputeOp> one_expert = moe_layer_forward_ops(s.model, s.microbatch, t, sp, s.attention, 1, c).experts;
   out.expert_params_on_gpu = gemm_params(one_expert) * (s.model.moe->routed_experts / s.ep);
+  add_gradient_accumulation(s, kernels, out);
   add_zero(s, out);
   return out;
 }

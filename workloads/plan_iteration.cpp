@@ -167,6 +167,12 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   for (const ComputeOp& op : logits_bwd)
     if (op.pass == OpPass::backward_weight) logits_wgrad_s += op_time(s.gpu, s.precision, op, kernels);
   const Bytes per_token_float_bytes = static_cast<Bytes>(s.local_tokens()) * 4;
+  // Without gradient accumulation fusion the embedding's and the output layer's weight gradients
+  // are added to the gradient buffer each microbatch too.
+  const Segment embedding_accumulation{
+      SegmentKind::compute, "gradient accumulation",
+      op_time(s.gpu, s.precision, gradient_accumulation_op(embedding_params, s.gradient_reduce_bytes()), kernels),
+      Op::all_reduce, 0};
   for (int stage = 0; stage < stages; ++stage) {
     StagePlan sp;
     double params = 0, expert_params = 0;
@@ -183,6 +189,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     if (stage == plan.embedding_stage) {
       params += embedding_params;
       if (t > 1) sp.forward.insert(sp.forward.begin(), tp_collective(tp_reduce, "embedding " + tp_reduce_name, tp_bytes));
+      if (!s.gradient_accumulation_fusion) sp.backward_weight.push_back(embedding_accumulation);
     }
     if (stage == 0 && encoder) {
       std::vector<Segment> fwd, bwd_in, bwd_w;
@@ -219,6 +226,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
                                          s.overlap_tp_backward ? logits_wgrad_s : 0));
       }
       sp.backward_input.insert(sp.backward_input.begin(), head_bwd.begin(), head_bwd.end());
+      if (!s.gradient_accumulation_fusion) sp.backward_weight.push_back(embedding_accumulation);
       if (!s.model.tied_embeddings || stage > plan.embedding_stage) params += embedding_params;
     }
     sp.activation_bytes = tp_bytes / static_cast<Bytes>(t);

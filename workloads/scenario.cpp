@@ -20,7 +20,7 @@ const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
     "precision", "recompute", "attention", "moe"};
 const std::initializer_list<const char*> kParallelFields = {
-    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "order"};
+    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 
 std::string join(const std::vector<std::string>& items) {
@@ -125,6 +125,7 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   }
   if (auto o = f.find("overlap_p2p_comm")) s.overlap_p2p_comm = o->as_bool();
   if (auto o = f.find("overlap_tp_backward")) s.overlap_tp_backward = o->as_bool();
+  if (auto o = f.find("gradient_accumulation_fusion")) s.gradient_accumulation_fusion = o->as_bool();
   if (auto o = f.find("overlap_grad_reduce")) {
     s.overlap_grad_reduce = o->as_bool();
     if (!s.overlap_grad_reduce && s.zero_stage >= 2)

@@ -54,6 +54,11 @@ struct ScenarioSpec {
   // its sequence-sharded input runs during its input-gradient GEMM. false: both block the compute
   // stream, as Megatron-LM did before it (2021).
   bool overlap_tp_backward = true;
+  // true: the weight-gradient GEMM accumulates into the gradient buffer (Megatron's
+  // --gradient-accumulation-fusion); false: each microbatch's weight gradients are added to it by a
+  // separate pass over every parameter (Megatron-LM's DDP hook before 2022, and for fp16 gradients
+  // until September 2022).
+  bool gradient_accumulation_fusion = true;
   std::string schedule_name;
   const Schedule* schedule = nullptr;
   int global_batch = 0;          // sequences per iteration
