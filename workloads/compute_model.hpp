@@ -165,8 +165,9 @@ ComputeOp gradient_accumulation_op(double parameters, int accumulate_bytes);
 /// MixedPrecisionOptimizer.step and the train step's zero_grad_buffer), in bytes per parameter:
 /// the gradient-norm read for clipping (4); Adam reading fp32 gradient, master weight and both
 /// moments (16) and writing master and moments (12); the master weight copied to the 16-bit model
-/// weight (read 4, write 2); the fp32 gradient buffer zeroed (4). With fp16's loss scaling the
-/// gradients are first unscaled and checked for inf/nan (read and write, 8).
-ComputeOp optimizer_op(double parameters, bool loss_scaling);
+/// weight (read 4, write 2); the gradient buffer zeroed (its width, gradient_buffer_bytes). A
+/// 16-bit buffer (fp16 training) is first cast to the fp32 main gradients (read 2, write 4). With
+/// fp16's loss scaling the gradients are unscaled and checked for inf/nan (read and write, 8).
+ComputeOp optimizer_op(double parameters, int gradient_buffer_bytes, bool loss_scaling);
 
 }  // namespace clustersim

@@ -264,7 +264,8 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     }
     params_per_rank_max = std::max(params_per_rank_max, params);
   }
-  plan.optimizer_s = op_time(s.gpu, s.precision, optimizer_op(params_per_rank_max, s.precision == "fp16"), kernels);
+  plan.optimizer_s = op_time(s.gpu, s.precision,
+                             optimizer_op(params_per_rank_max, s.gradient_reduce_bytes(), s.precision == "fp16"), kernels);
   plan.channels = 2 * s.cluster.node.nics;
   if (s.model.tied_embeddings && stages - 1 > plan.embedding_stage)
     plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * plan.gradient_bytes_per_param);
