@@ -46,31 +46,32 @@ Cluster cluster_from_yaml(const std::string& yaml, const std::string& name) {
   return build_cluster(parse_cluster_spec(YamlField::load_string(yaml, name)));
 }
 
-namespace {
-std::string slurp(const std::string& path) {
+std::string read_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
-}  // namespace
+
+std::string replaced_all(std::string text, const std::string& from, const std::string& to, const std::string& what) {
+  std::size_t at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("'" + from + "' not in " + what);
+  for (; at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  return text;
+}
 
 nlohmann::json cli_json(const std::string& args) {
   const std::string json = temp_file("", ".json");
   const CliResult r = run_cli(args + " --json " + json);
   INFO(r.stderr_text);
   REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(slurp(json));
+  return nlohmann::json::parse(read_file(json));
 }
 
 std::string shipped_with(const std::string& relative, const std::string& from, const std::string& to) {
-  std::string text = slurp(source_path(relative));
-  if (from.empty()) return text;
-  std::size_t at = text.find(from);
-  if (at == std::string::npos) throw std::runtime_error("'" + from + "' not in " + relative);
-  for (; at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
-  return text;
+  const std::string text = read_file(source_path(relative));
+  return from.empty() ? text : replaced_all(text, from, to, relative);
 }
 
 std::string temp_file(const std::string& text, const std::string& suffix) {
@@ -105,8 +106,8 @@ CliResult run_cli(const std::string& args) {
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.stdout_text = slurp(out);
-  r.stderr_text = slurp(err);
+  r.stdout_text = read_file(out);
+  r.stderr_text = read_file(err);
   std::remove(out.c_str());
   std::remove(err.c_str());
   return r;

@@ -32,6 +32,13 @@ double relative_error(double got, double want);
 /// A cluster from YAML text (named `name` in errors).
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name = "test.yaml");
 
+/// The whole text of a file; one that cannot be read fails the test.
+std::string read_file(const std::string& path);
+
+/// `text` with every occurrence of `from` replaced by `to`; `from` missing from it fails the test
+/// (`what` names the text in the message).
+std::string replaced_all(std::string text, const std::string& from, const std::string& to, const std::string& what);
+
 /// The text of a shipped file with every occurrence of `from` replaced by `to`.
 std::string shipped_with(const std::string& relative, const std::string& from, const std::string& to);
 

@@ -2,9 +2,7 @@
 // channels over every NIC, auto picks the fastest candidate, and results are deterministic.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <set>
 
 #include "collectives/collective.hpp"
@@ -123,10 +121,7 @@ TEST_CASE("the collective command writes its rows as JSON") {
   const auto r = test::run_cli("collective --cluster " + test::source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
                                " --gpus 8 --op all_gather --algo ring -b 1M -e 4M -f 2 --json " + json);
   REQUIRE(r.exit_code == 0);
-  std::ifstream in(json);
-  std::stringstream s;
-  s << in.rdbuf();
-  CHECK_THAT(s.str(), Catch::Contains("\"size_bytes\": 1048576") && Catch::Contains("\"size_bytes\": 4194304") &&
+  CHECK_THAT(test::read_file(json), Catch::Contains("\"size_bytes\": 1048576") && Catch::Contains("\"size_bytes\": 4194304") &&
                           Catch::Contains("\"busbw_GBps\""));
 }
 

@@ -2,10 +2,8 @@
 // communication, rows for schedules that cannot run, the SVG timeline, and bad input.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 
 #include "support.hpp"
 #include "workloads/plan_iteration.hpp"
@@ -116,10 +114,7 @@ TEST_CASE("the svg draws one panel per schedule with a box per pass") {
   const std::string svg_path = temp_file("", ".svg");
   const auto r = run_cli("compare " + kScenario + " --schedules 1f1b,zb-v --svg " + svg_path);
   REQUIRE(r.exit_code == 0);
-  std::ifstream in(svg_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string svg = text.str();
+  const std::string svg = test::read_file(svg_path);
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(count_of(svg, "font-weight=\"bold\">1f1b") == 1);
   CHECK(count_of(svg, "font-weight=\"bold\">zb-v") == 1);

@@ -3,9 +3,6 @@
 // output layer's TP collectives and unfused gradient accumulation against closed forms.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include "support.hpp"
 #include "workloads/gpu_catalog.hpp"
 
@@ -15,27 +12,12 @@ namespace {
 
 const std::string kScenario = "scenarios/validation/korthikanti-22b-full.yaml";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
-
 /// The 22B scenario with `layers` layers, its paths made absolute so it runs from a temporary file.
 std::string scenario_with_layers(int layers) {
-  const std::string model = test::temp_file(replaced(read_text(test::source_path("scenarios/models/megatron-22b.yaml")),
-                                                     "layers: 48", "layers: " + std::to_string(layers)));
-  std::string s = read_text(test::source_path(kScenario));
-  s = replaced(s, "../models/megatron-22b.yaml", model);
-  s = replaced(s, "../clusters/dgx-a100-superpod.yaml", test::source_path("scenarios/clusters/dgx-a100-superpod.yaml"));
-  return test::temp_file(s);
+  const std::string model =
+      test::temp_file(test::shipped_with("scenarios/models/megatron-22b.yaml", "layers: 48", "layers: " + std::to_string(layers)));
+  const std::string s = test::shipped_with(kScenario, "../clusters/", test::source_path("scenarios/clusters/"));
+  return test::temp_file(test::replaced_all(s, "../models/megatron-22b.yaml", model, kScenario));
 }
 
 struct PassTimes {
@@ -48,7 +30,7 @@ PassTimes pass_times(const std::string& scenario, const std::string& sets) {
   const auto r = test::run_cli("run " + scenario + " --allow-oom " + sets + " --trace " + trace + " --trace-ranks 0");
   REQUIRE(r.exit_code == 0);
   PassTimes t;
-  const nlohmann::json events = nlohmann::json::parse(read_text(trace)).at("traceEvents");
+  const nlohmann::json events = nlohmann::json::parse(test::read_file(trace)).at("traceEvents");
   for (const auto& e : events) {
     if (e.value("ph", "") != "X") continue;
     const std::string name = e["name"];

@@ -3,9 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "support.hpp"
@@ -48,13 +46,6 @@ int switches_on(const Cluster& c, const std::vector<int>& path) {
   int n = 0;
   for (int v : path) n += c.graph[v].kind == VertexKind::fabric_switch;
   return n;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 int count(const std::string& text, const std::string& what) {
@@ -230,8 +221,8 @@ TEST_CASE("clustersim topology prints the SuperPOD's counts and writes its files
   CHECK(r.stdout_text.find("tier 1 (leaf)                32") != std::string::npos);
   CHECK(r.stdout_text.find("tier 2 (spine)               16") != std::string::npos);
   CHECK(r.stdout_text.find("25200.0") != std::string::npos);  // 63 nodes x 8 x 50 GB/s
-  CHECK(count(slurp(dot), "--") == 4072);                        // the link count checked above
-  CHECK(slurp(json).find("\"gpus\": 1016") != std::string::npos);
+  CHECK(count(test::read_file(dot), "--") == 4072);                        // the link count checked above
+  CHECK(test::read_file(json).find("\"gpus\": 1016") != std::string::npos);
   std::remove(dot.c_str());
   std::remove(json.c_str());
   CHECK(test::run_cli("topology " + test::source_path(kSuperPod) + " --json /nonexistent/dir/x.json").exit_code == 2);
