@@ -142,7 +142,7 @@ std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward);
 /// over tensor_parallel.
 ComputeOp encoder_projection_op(const ModelSpec& m, int microbatch, int tensor_parallel);
 
-/// The logit GEMM on one GPU, vocabulary split over tensor_parallel (cross-entropy not modeled).
+/// The logit GEMM on one GPU, vocabulary split over tensor_parallel (cross-entropy: cross_entropy_ops).
 ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel);
 
 /// Megatron's vocabulary-parallel cross-entropy on one GPU, over the microbatch's logits (the

@@ -65,14 +65,11 @@ AttentionEfficiency read_attention_efficiency(const YamlField& f) {
   return e;
 }
 
-HbmEfficiency read_hbm_efficiency(const YamlField& f) {
+/// A {fraction, source} entry (hbm_efficiency, in_training_efficiency).
+template <typename Entry>
+Entry read_fraction_entry(const YamlField& f) {
   f.expect_keys({"fraction", "source"});
-  return HbmEfficiency{read_fraction(f.child("fraction")), f.child("source").as_string()};
-}
-
-InTrainingEfficiency read_in_training_efficiency(const YamlField& f) {
-  f.expect_keys({"fraction", "source"});
-  return InTrainingEfficiency{read_fraction(f.child("fraction")), f.child("source").as_string()};
+  return Entry{read_fraction(f.child("fraction")), f.child("source").as_string()};
 }
 
 ScoreMatmulEfficiency read_score_matmul_efficiency(const YamlField& f) {
@@ -90,9 +87,9 @@ GpuModel read_gpu(const YamlField& f) {
   gpu.hbm_bandwidth_Bps = f.child("hbm_bandwidth_TBps").as_positive() * kTera;
   if (auto e = f.find("gemm_efficiency")) gpu.gemm_efficiency = read_gemm_efficiency(*e);
   if (auto e = f.find("attention_efficiency")) gpu.attention_efficiency = read_attention_efficiency(*e);
-  if (auto e = f.find("hbm_efficiency")) gpu.hbm_efficiency = read_hbm_efficiency(*e);
+  if (auto e = f.find("hbm_efficiency")) gpu.hbm_efficiency = read_fraction_entry<HbmEfficiency>(*e);
   if (auto e = f.find("score_matmul_efficiency")) gpu.score_matmul_efficiency = read_score_matmul_efficiency(*e);
-  if (auto e = f.find("in_training_efficiency")) gpu.in_training_efficiency = read_in_training_efficiency(*e);
+  if (auto e = f.find("in_training_efficiency")) gpu.in_training_efficiency = read_fraction_entry<InTrainingEfficiency>(*e);
   gpu.source = f.child("source").as_string();  // required: every figure says where it is from
   gpu.catalog_file = f.file();
   gpu.catalog_line = f.line();

@@ -163,9 +163,6 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   const bool sp_on = s.sequence_parallel;
   const Op tp_reduce = sp_on ? Op::reduce_scatter : Op::all_reduce;
   const std::string tp_reduce_name = sp_on ? "reduce-scatter" : "all-reduce";
-  Seconds logits_wgrad_s = 0;
-  for (const ComputeOp& op : logits_bwd)
-    if (op.pass == OpPass::backward_weight) logits_wgrad_s += op_time(s.gpu, s.precision, op, kernels);
   const Bytes per_token_float_bytes = static_cast<Bytes>(s.local_tokens()) * 4;
   // Without gradient accumulation fusion the embedding's and the output layer's weight gradients
   // are added to the gradient buffer each microbatch too.
@@ -217,8 +214,12 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       sp.forward.push_back(timed(logits, "logits"));
       sp.forward.push_back(timed(loss.forward, "cross-entropy"));
       head_bwd.push_back(timed(loss.backward, "cross-entropy.bwd"));
-      for (const ComputeOp& op : logits_bwd)
-        (op.pass == OpPass::backward_weight ? sp.backward_weight : head_bwd).push_back(timed(op, op.name));
+      Seconds logits_wgrad_s = 0;
+      for (const ComputeOp& op : logits_bwd) {
+        const Segment seg = timed(op, op.name);
+        if (op.pass == OpPass::backward_weight) logits_wgrad_s += seg.duration_s;
+        (op.pass == OpPass::backward_weight ? sp.backward_weight : head_bwd).push_back(seg);
+      }
       if (t > 1) {
         for (const char* what : {"max", "target logit", "sum"})
           sp.forward.push_back(tp_collective(Op::all_reduce, std::string("cross-entropy ") + what + " all-reduce", per_token_float_bytes));
