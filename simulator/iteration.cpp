@@ -8,6 +8,8 @@
 
 #include "collectives/point_to_point.hpp"
 #include "simulator/collective_sweep.hpp"
+#include "simulator/fold.hpp"
+#include "topologies/user_error.hpp"
 
 namespace clustersim {
 
@@ -32,6 +34,7 @@ bool is_wait(SegmentKind k) {
 
 /// Where a pass is in the flow graph, and what it waited for.
 struct PassTasks {
+  int replica = 0;
   int rank = -1;
   FlowId step = -1;
   FlowId transfer_in = -1;  // the pipeline transfer this pass waits for, if any
@@ -47,20 +50,142 @@ class IterationBuilder {
   IterationResult run() {
     const ScheduleShape& shape = plan_.shape;
     if (auto why = plan_.schedule->not_applicable(shape)) throw std::invalid_argument(*why);
+    normalise_layout();
     holders_.assign(plan_.stages.size(), {});
     for (int r = 0; r < shape.stages; ++r)
       for (int c = 0; c < shape.chunks; ++c) holders_[plan_.schedule->chunk_stage(shape, r, c)].push_back({r, c});
-    for (int r = 0; r < shape.stages; ++r) add_rank_passes(r);
+    for (int r = 0; r < shape.stages; ++r) add_rank_passes(0, r);
+    fold();
+    for (int d : simulated_)
+      for (int r = 0; r < shape.stages && d > 0; ++r) add_rank_passes(d, r);
     add_transfers();
-    add_embedding_sync();
-    add_replica_sync();
+    for (int d : simulated_) {
+      add_embedding_sync(d);
+      add_replica_sync(d);
+    }
     for (int r = 0; r < shape.stages; ++r) add_tail(r);
     const std::vector<Seconds> finish = engine_.run(graph_);
     return account(finish);
   }
 
  private:
-  using PassKey = std::tuple<int, bool, int>;  // (model stage, forward?, microbatch)
+  int ranks() const { return plan_.shape.stages; }
+  int members() const { return static_cast<int>(units_.front().size()); }
+  int gpu(int replica, int rank, int member) const {
+    return units_[static_cast<std::size_t>(replica * ranks() + rank)][static_cast<std::size_t>(member)];
+  }
+  /// The GPUs of a rank whose own transfers and syncs go on the fabric: all of them, except when
+  /// replicas are folded without proof, where GPU 0 stands for its rank as it did before
+  /// whole-cluster replay.
+  int own_members() const { return plan_.fold == FoldMode::assume ? 1 : members(); }
+  std::size_t unit(int replica, int rank) const { return static_cast<std::size_t>(replica * ranks() + rank); }
+
+  /// A hand-built plan (tests) names one GPU per rank and one data-parallel group: one replica.
+  void normalise_layout() {
+    units_ = plan_.unit_gpus;
+    replicas_ = plan_.replicas;
+    if (units_.empty()) {
+      for (int gpu : plan_.rank_gpu) units_.push_back({gpu});
+      replicas_ = 1;
+    }
+    dp_groups_ = plan_.dp_groups;
+    expert_groups_ = plan_.expert_dp_groups;
+    if (plan_.fold == FoldMode::assume)  // as before whole-cluster replay: TP rank 0's groups alone
+      for (auto* groups : {&dp_groups_, &expert_groups_})
+        for (auto& of_rank : *groups)
+          if (of_rank.size() > 1) of_rank.resize(1);
+    if (dp_groups_.empty())
+      for (std::size_t r = 0; r < plan_.dp_group.size(); ++r) {
+        dp_groups_.push_back({plan_.dp_group[r]});
+        expert_groups_.push_back({});
+        if (r < plan_.expert_dp_group.size()) expert_groups_.back().push_back(plan_.expert_dp_group[r]);
+      }
+    const std::size_t n = static_cast<std::size_t>(replicas_ * ranks());
+    rank_last_.assign(n, -1);
+    optimizer_.assign(n, -1);
+    rank_end_.assign(n, -1);
+    extra_waits_.assign(n, {});
+    dp_flows_.assign(static_cast<std::size_t>(ranks()), {});
+  }
+
+  /// The pipeline rank pairs that send to each other, in a fixed order: what every replica sends.
+  std::vector<std::pair<int, int>> transfer_pairs() const {
+    std::vector<std::pair<int, int>> pairs;
+    for (const auto& [key, consumer] : passes_) {
+      const auto [replica, stage, forward, mb] = key;
+      if (replica != 0) continue;
+      const int from = forward ? stage - 1 : stage + 1;
+      if (from < 0 || from >= static_cast<int>(plan_.stages.size())) continue;
+      const int producer = passes_.at({0, from, forward, mb}).rank;
+      if (producer != consumer.rank) pairs.emplace_back(producer, consumer.rank);  // a V's turn stays on its GPUs
+    }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    return pairs;
+  }
+
+  /// The (rank, rank) pairs whose gradients an all-reduce inside a replica sums: the tied embedding
+  /// and a stage held twice.
+  std::vector<std::pair<int, int>> sync_pairs() const {
+    std::vector<std::pair<int, int>> pairs;
+    if (auto slots = embedding_slots()) pairs.emplace_back((*slots)[0].first, (*slots)[1].first);
+    for (const auto& holders : holders_)
+      if (holders.size() > 1 && holders[0].first != holders[1].first) pairs.emplace_back(holders[0].first, holders[1].first);
+    return pairs;
+  }
+
+  /// The route a pipeline transfer takes: one connection per GPU pair, as NCCL keeps one per peer,
+  /// so every microbatch hashes onto the same path.
+  Route transfer_route(int src, int dst) const { return router_.route(src, dst, flow_hash(src, dst, 0)); }
+
+  /// Decides which replicas are simulated: those whose traffic is not provably an image of
+  /// another simulated replica's (fold.hpp).
+  void fold() {
+    FoldInput in;
+    in.replicas = replicas_;
+    in.members = members();
+    const bool check = plan_.fold == FoldMode::exact || plan_.fold == FoldMode::all;
+    if (replicas_ > 1 && check && !plan_.free_communication) {
+      const auto pairs = transfer_pairs(), syncs = sync_pairs();
+      for (int d = 0; d < replicas_; ++d) {
+        std::vector<OwnFlow>& own = in.copies.emplace_back();
+        for (int m = 0; m < members(); ++m) {
+          for (const auto& [a, b] : pairs) {
+            const Route r = transfer_route(gpu(d, a, m), gpu(d, b, m));
+            own.push_back({r.links, r.latency_s, 0});
+          }
+          for (const auto& [a, b] : syncs)
+            for (Flow& f : ring_flows(Op::all_reduce, {gpu(d, a, m), gpu(d, b, m)}, 1 << 20).flows)
+              own.push_back({std::move(f.links), f.latency_s, f.size_bytes});
+        }
+      }
+      for (int r = 0; r < ranks(); ++r)
+        for (const auto* groups : {&dp_groups_[static_cast<std::size_t>(r)], &expert_groups_[static_cast<std::size_t>(r)]})
+          for (const auto& group : *groups)
+            for (Flow& f : ring_flows(Op::all_reduce, group, 1 << 20).flows) in.shared.push_back(std::move(f.links));
+    }
+    const Folding folding = fold_replicas(router_.cluster(), in, check ? plan_.fold : FoldMode::none);
+    if (plan_.free_communication || plan_.fold == FoldMode::assume) {
+      // Nothing on the fabric, every replica runs the same steps; or folded without proof.
+      simulated_ = {0};
+      simulated_as_.assign(static_cast<std::size_t>(replicas_), 0);
+      return;
+    }
+    if (plan_.fold == FoldMode::all && folding.simulated_replicas > 1)
+      throw UserError("command line", 0, "--fold",
+                      "all replicas fold into one only where that is exact, and here " + folding.why_not +
+                          " (use --fold exact)");
+    simulated_as_ = folding.simulated_as;
+    for (int d = 0; d < replicas_; ++d)
+      if (simulated_as_[static_cast<std::size_t>(d)] == d) simulated_.push_back(d);
+  }
+
+  FlowGraph ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const {
+    const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
+    return find_algorithm("ring")->lower(router_, req);
+  }
+
+  using PassKey = std::tuple<int, int, bool, int>;  // (replica, model stage, forward?, microbatch)
 
   /// A TP collective shows what the compute running beside it does not hide; the weight gradient
   /// hides it only when it runs in the same pass.
@@ -183,7 +308,8 @@ class IterationBuilder {
     return overlapped_.emplace(key, std::move(unit)).first->second;
   }
 
-  void add_rank_passes(int rank) {
+  /// One replica's steps on one pipeline rank: its GPUs run them in lockstep.
+  void add_rank_passes(int replica, int rank) {
     const ScheduleShape& shape = plan_.shape;
     const std::vector<PassOp> ops = plan_.schedule->rank_ops(shape, rank);
     FlowId previous = -1;
@@ -198,7 +324,7 @@ class IterationBuilder {
         partner_stage = plan_.schedule->chunk_stage(shape, rank, partner->chunk);
         ps = &overlapped_shape(*ps, pass_shape(rank, partner_stage, partner->kind));
       }
-      Flow f = delay(plan_.rank_gpu[rank], ps->duration_s);
+      Flow f = delay(gpu(replica, rank, 0), ps->duration_s);
       if (previous >= 0) f.after.push_back(previous);
       const FlowId id = graph_.add(std::move(f));
       if (previous >= 0) next_step_[previous] = id;
@@ -207,17 +333,18 @@ class IterationBuilder {
       if (partner)
         name += " & " + std::string(to_string(partner->kind)) + " mb" + std::to_string(partner->microbatch) + " stage" +
                 std::to_string(partner_stage);
-      steps_.push_back({previous, rank, ps, name, op, stage, partner, partner_stage});
+      steps_.push_back({previous, replica, rank, ps, name, op, stage, partner, partner_stage});
       for (auto [o, k] : {std::pair(std::optional<PassOp>(op), stage), std::pair(partner, partner_stage)}) {
         if (!o) continue;
         PassTasks tasks;
+        tasks.replica = replica;
         tasks.rank = rank;
         tasks.step = previous;
         if (o->kind == PassKind::forward || is_input_gradient(o->kind))
-          passes_[{k, o->kind == PassKind::forward, o->microbatch}] = tasks;
-        last_of_chunk_[{rank, o->chunk}] = previous;
+          passes_[{replica, k, o->kind == PassKind::forward, o->microbatch}] = tasks;
+        last_of_chunk_[{replica, rank, o->chunk}] = previous;
       }
-      rank_last_[rank] = previous;
+      rank_last_[unit(replica, rank)] = previous;
     }
   }
 
@@ -230,39 +357,49 @@ class IterationBuilder {
   void add_transfers() {
     const int model_stages = static_cast<int>(plan_.stages.size());
     for (auto& [key, consumer] : passes_) {
-      const auto [stage, forward, mb] = key;
+      const auto [replica, stage, forward, mb] = key;
       const int from = forward ? stage - 1 : stage + 1;
       if (from < 0 || from >= model_stages) continue;
-      PassTasks& producer = passes_.at({from, forward, mb});
-      const int src = plan_.rank_gpu[producer.rank], dst = plan_.rank_gpu[consumer.rank];
+      PassTasks& producer = passes_.at({replica, from, forward, mb});
       const Bytes bytes = plan_.stages[forward ? from : stage].activation_bytes;
-      Flow f;
-      if (plan_.free_communication || src == dst || bytes == 0) {
-        f = delay(dst, 0);
-      } else {
-        const Route r = router_.route(src, dst, flow_hash(src, dst, mb));
-        f.src_gpu = src;
-        f.dst_gpu = dst;
-        f.links = r.links;
-        f.size_bytes = bytes;
-        f.latency_s = r.latency_s;
-        pp_bytes_ += bytes;
+      // Every GPU of the producing rank sends its part to its peer on the consuming rank.
+      std::vector<FlowId> sent;
+      for (int m = 0; m < own_members(); ++m) {
+        const int src = gpu(replica, producer.rank, m), dst = gpu(replica, consumer.rank, m);
+        Flow f;
+        if (plan_.free_communication || src == dst || bytes == 0) {
+          f = delay(dst, 0);
+        } else {
+          const Route r = transfer_route(src, dst);
+          f.src_gpu = src;
+          f.dst_gpu = dst;
+          f.links = r.links;
+          f.size_bytes = bytes;
+          f.latency_s = r.latency_s;
+          if (replica == 0 && m == 0) pp_bytes_ += bytes;
+        }
+        f.after.push_back(producer.step);
+        sent.push_back(graph_.add(std::move(f)));
       }
-      f.after.push_back(producer.step);
-      const FlowId id = graph_.add(std::move(f));
+      FlowId id = sent.front();
+      if (sent.size() > 1) {
+        Flow all = delay(gpu(replica, consumer.rank, 0), 0);
+        all.after = sent;
+        id = graph_.add(std::move(all));
+      }
       FlowId arrival = id;
       if (plan_.p2p_gather_bytes > 0) {
         Segment gather;
         gather.tp_op = Op::all_gather;
         gather.tp_bytes = plan_.p2p_gather_bytes;
-        Flow g = delay(dst, tp_time(consumer.rank, gather, false));
+        Flow g = delay(gpu(replica, consumer.rank, 0), tp_time(consumer.rank, gather, false));
         g.after.push_back(id);
         arrival = graph_.add(std::move(g));
       }
       graph_.flows[consumer.step].after.push_back(arrival);
       if (plan_.blocking_p2p)
         if (auto next = next_step_.find(producer.step); next != next_step_.end()) graph_.flows[next->second].after.push_back(id);
-      consumer.transfer_in = id;
+      consumer.transfer_in = sent.front();
       consumer.arrival = arrival;
       consumer.producer = producer.step;
     }
@@ -283,136 +420,184 @@ class IterationBuilder {
     return ends;
   }
 
-  /// The tied embedding's gradient all-reduce between the ranks of the first and the last model
-  /// stage, once both have run their last backward of those stages.
-  void add_embedding_sync() {
+  /// The (rank, chunk) slots of the first and the last model stage whose tied embedding gradients
+  /// an all-reduce sums; none when one rank holds both. A schedule that holds stages twice
+  /// (DualPipe) keeps a first and a last stage on one rank: the tied gradients meet there, and the
+  /// replica sync sums the copies.
+  std::optional<std::vector<std::pair<int, int>>> embedding_slots() const {
     const int last_stage = static_cast<int>(plan_.stages.size()) - 1;
     const int first_stage = plan_.embedding_stage;
-    if (plan_.embedding_sync_bytes == 0 || last_stage == first_stage) return;
-    // A schedule that holds stages twice (DualPipe) keeps a first and a last stage on one rank: the
-    // tied gradients meet there, and the replica sync sums the copies.
+    if (plan_.embedding_sync_bytes == 0 || last_stage == first_stage) return std::nullopt;
     for (const auto& [rank, chunk] : holders_[first_stage])
       for (const auto& [other, other_chunk] : holders_[last_stage])
-        if (rank == other) return;
-    const auto [first_rank, first_chunk] = holders_[first_stage].front();
-    const auto [last_rank, last_chunk] = holders_[last_stage].front();
-    sync_after({{first_rank, first_chunk}, {last_rank, last_chunk}}, plan_.embedding_sync_bytes);
+        if (rank == other) return std::nullopt;
+    return std::vector<std::pair<int, int>>{holders_[first_stage].front(), holders_[last_stage].front()};
+  }
+
+  /// The tied embedding's gradient all-reduce between the ranks of the first and the last model
+  /// stage, once both have run their last backward of those stages.
+  void add_embedding_sync(int replica) {
+    if (auto slots = embedding_slots()) sync_after(replica, *slots, plan_.embedding_sync_bytes);
   }
 
   /// A stage held by several ranks (DualPipe's two directions) has one gradient per copy: they are
   /// summed by an all-reduce between the holders before the optimizer step.
-  void add_replica_sync() {
+  void add_replica_sync(int replica) {
     for (std::size_t k = 0; k < holders_.size(); ++k)
-      if (holders_[k].size() > 1) sync_after(holders_[k], plan_.stages[k].gradient_bytes);
+      if (holders_[k].size() > 1) sync_after(replica, holders_[k], plan_.stages[k].gradient_bytes);
   }
 
-  /// An all-reduce between the ranks of some (rank, chunk) slots once each has run its last pass on
-  /// that chunk; the ranks' optimizer steps wait for it.
-  void sync_after(const std::vector<std::pair<int, int>>& slots, Bytes bytes) {
-    std::vector<int> gpus;
-    Flow all = delay(plan_.rank_gpu[slots.front().first], 0);
-    for (const auto& slot : slots) {
-      all.after.push_back(last_of_chunk_.at(slot));
-      if (std::find(gpus.begin(), gpus.end(), plan_.rank_gpu[slot.first]) == gpus.end())
-        gpus.push_back(plan_.rank_gpu[slot.first]);
+  /// An all-reduce between the GPUs of some (rank, chunk) slots of one replica, one per member,
+  /// once each slot has run its last pass on that chunk; the ranks' optimizer steps wait for it.
+  void sync_after(int replica, const std::vector<std::pair<int, int>>& slots, Bytes bytes) {
+    std::vector<int> ranks;
+    Flow all = delay(gpu(replica, slots.front().first, 0), 0);
+    for (const auto& [rank, chunk] : slots) {
+      all.after.push_back(last_of_chunk_.at({replica, rank, chunk}));
+      if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
     }
-    if (gpus.size() < 2) return;
+    if (ranks.size() < 2) return;
     const FlowId ready = graph_.add(std::move(all));
-    const auto ends = add_collective(Op::all_reduce, gpus, bytes, ready);
-    for (const auto& slot : slots) {
-      const int r = slot.first;
-      extra_waits_[r].insert(extra_waits_[r].end(), ends.begin(), ends.end());
-      dp_flows_[r].insert(dp_flows_[r].end(), ends.begin(), ends.end());
+    for (int m = 0; m < own_members(); ++m) {
+      std::vector<int> gpus;
+      for (int rank : ranks) gpus.push_back(gpu(replica, rank, m));
+      const auto ends = add_collective(Op::all_reduce, gpus, bytes, ready);
+      for (int rank : ranks) {
+        auto& waits = extra_waits_[unit(replica, rank)];
+        waits.insert(waits.end(), ends.begin(), ends.end());
+        auto& traced = dp_flows_[static_cast<std::size_t>(rank)];
+        if (replica == 0) traced.insert(traced.end(), ends.begin(), ends.end());
+      }
     }
   }
 
-  /// A chunk's gradients and the group that reduces each: dense weights over data parallelism,
-  /// routed experts over their replicas (when the plan has any).
-  std::vector<std::pair<const std::vector<int>*, Bytes>> gradient_groups(int rank, const StagePlan& sp) const {
-    std::vector<std::pair<const std::vector<int>*, Bytes>> out{{&plan_.dp_group[rank], sp.gradient_bytes}};
-    if (!plan_.expert_dp_group.empty())
-      out.emplace_back(&plan_.expert_dp_group[static_cast<std::size_t>(rank)], sp.expert_gradient_bytes);
+  /// A chunk's gradients and the groups that reduce them: dense weights over data parallelism (a
+  /// group per TP rank), routed experts over their replicas (a group per TP and expert rank).
+  std::vector<std::pair<const std::vector<std::vector<int>>*, Bytes>> gradient_groups(int rank, const StagePlan& sp) const {
+    const std::size_t r = static_cast<std::size_t>(rank);
+    std::vector<std::pair<const std::vector<std::vector<int>>*, Bytes>> out{{&dp_groups_[r], sp.gradient_bytes}};
+    if (!expert_groups_[r].empty()) out.emplace_back(&expert_groups_[r], sp.expert_gradient_bytes);
     return out;
   }
 
-  /// A chunk's gradient reduction over one group, overlapped with its last backward pass the way
+  /// A zero-time step after all of `flows`.
+  FlowId join(int gpu_id, std::vector<FlowId> flows) {
+    if (flows.size() == 1) return flows.front();
+    Flow j = delay(gpu_id, 0);
+    j.after = std::move(flows);
+    return graph_.add(std::move(j));
+  }
+
+  /// A chunk's gradient reduction over its groups, overlapped with its last backward pass the way
   /// Megatron-Core's DDP does it: the rank's first chunk is cut into buckets of max(40M, 1M x group
-  /// size) parameters, each reduced as soon as the backward has produced it (gradients come out at
-  /// an even rate over the pass, layer after layer); its later chunks are one bucket each, reduced
-  /// when the chunk's backward ends (distributed.py: disable_bucketing for model_chunk_idx > 0).
-  /// Buckets on one group run one after another, as NCCL orders them on its stream.
-  std::vector<FlowId> add_bucketed_reduce(int rank, int chunk, Op op, const std::vector<int>& group, Bytes bytes) {
-    const FlowId pass = last_of_chunk_.at({rank, chunk});
-    const double bucket_params = std::max(40e6, 1e6 * static_cast<double>(group.size()));
+  /// size) parameters, each reduced as soon as the backward has produced it on every replica
+  /// (gradients come out at an even rate over the pass, layer after layer); its later chunks are one
+  /// bucket each, reduced when the chunk's backward ends (distributed.py: disable_bucketing for
+  /// model_chunk_idx > 0). Buckets on one group run one after another, as NCCL orders them on its
+  /// stream; the groups of a rank's TP ranks run side by side.
+  std::vector<FlowId> add_bucketed_reduce(int rank, int chunk, Op op, const std::vector<std::vector<int>>& groups,
+                                          Bytes bytes) {
+    const double bucket_params = std::max(40e6, 1e6 * static_cast<double>(groups.front().size()));
     const Bytes bucket = chunk == 0 ? static_cast<Bytes>(bucket_params * plan_.gradient_bytes_per_param) : bytes;
-    const int gpu = plan_.rank_gpu[rank];
-    Flow begin = delay(gpu, 0);  // when the pass starts: it waits for what the pass waits for
-    begin.after = graph_.flows[pass].after;
-    const Seconds pass_s = graph_.flows[pass].latency_s;
-    std::optional<FlowId> pass_start;
-    std::vector<FlowId> ends, all;
+    const int here = gpu(0, rank, 0);
+    std::map<int, std::optional<FlowId>> pass_start;  // replica -> when its pass starts
+    std::vector<std::vector<FlowId>> ends(groups.size());
+    std::vector<FlowId> all;
     for (Bytes done = 0; done < bytes;) {
       const Bytes size = std::min(bucket, bytes - done);
       done += size;
-      FlowId ready = pass;
-      if (done < bytes) {
-        if (!pass_start) pass_start = graph_.add(begin);
-        Flow at = delay(gpu, pass_s * static_cast<double>(done) / static_cast<double>(bytes));
-        at.after = {*pass_start};
-        ready = graph_.add(std::move(at));
+      std::vector<FlowId> produced;  // the bucket is ready on each simulated replica
+      for (int d : simulated_) {
+        const FlowId pass = last_of_chunk_.at({d, rank, chunk});
+        if (done == bytes) {
+          produced.push_back(pass);
+          continue;
+        }
+        std::optional<FlowId>& start = pass_start[d];
+        if (!start) {
+          Flow begin = delay(gpu(d, rank, 0), 0);  // when the pass starts: it waits for what the pass waits for
+          begin.after = graph_.flows[pass].after;
+          start = graph_.add(std::move(begin));
+        }
+        const Seconds pass_s = graph_.flows[pass].latency_s;
+        Flow at = delay(gpu(d, rank, 0), pass_s * static_cast<double>(done) / static_cast<double>(bytes));
+        at.after = {*start};
+        produced.push_back(graph_.add(std::move(at)));
       }
-      if (!ends.empty()) {  // after the previous bucket's collective
-        Flow queued = delay(gpu, 0);
-        queued.after = ends;
-        queued.after.push_back(ready);
-        ready = graph_.add(std::move(queued));
+      const FlowId ready = join(here, produced);
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        const FlowId queued = ends[g].empty() ? ready : join(here, [&] {  // after the group's previous bucket
+          std::vector<FlowId> w = ends[g];
+          w.push_back(ready);
+          return w;
+        }());
+        const std::vector<FlowId> bucket_ends = add_collective(op, groups[g], size, queued);
+        if (!bucket_ends.empty()) ends[g] = bucket_ends;
+        all.insert(all.end(), bucket_ends.begin(), bucket_ends.end());
       }
-      const std::vector<FlowId> bucket_ends = add_collective(op, group, size, ready);
-      if (!bucket_ends.empty()) ends = bucket_ends;
-      all.insert(all.end(), bucket_ends.begin(), bucket_ends.end());
     }
     return all;
   }
 
   /// Gradient collectives per chunk, bucketed under its last backward (or, not overlapped, in one
-  /// piece as the rank's last backward ends), then the optimizer step, then (with the distributed
-  /// optimizer) the parameter all-gather.
+  /// piece as the rank's last backward ends on every replica), then each replica's optimizer step,
+  /// then (with the distributed optimizer) the parameter all-gather.
   void add_tail(int rank) {
-    std::vector<FlowId> wait{rank_last_.at(rank)};
-    wait.insert(wait.end(), extra_waits_[rank].begin(), extra_waits_[rank].end());
+    const std::size_t r = static_cast<std::size_t>(rank);
+    const int here = gpu(0, rank, 0);
+    std::vector<FlowId> last_passes;
+    for (int d : simulated_) last_passes.push_back(rank_last_[unit(d, rank)]);
+    const FlowId all_done = join(here, last_passes);
+    std::vector<FlowId> reduced;
     const Op reduce = plan_.distributed_optimizer ? Op::reduce_scatter : Op::all_reduce;
     // ZeRO-2/3 reduce-scatter gradients layer by layer during backward (dp_comm steps), not here.
     for (int c = 0; c < plan_.shape.chunks && plan_.zero_stage < 2; ++c) {
       const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
-      for (const auto& [group, bytes] : gradient_groups(rank, sp)) {
-        const auto ends = plan_.overlap_grad_reduce ? add_bucketed_reduce(rank, c, reduce, *group, bytes)
-                                                    : add_collective(reduce, *group, bytes, rank_last_.at(rank));
-        wait.insert(wait.end(), ends.begin(), ends.end());
-        dp_flows_[rank].insert(dp_flows_[rank].end(), ends.begin(), ends.end());
+      for (const auto& [groups, bytes] : gradient_groups(rank, sp)) {
+        if (groups->empty()) continue;
+        std::vector<FlowId> ends;
+        if (plan_.overlap_grad_reduce) {
+          ends = add_bucketed_reduce(rank, c, reduce, *groups, bytes);
+        } else {
+          for (const auto& group : *groups) {
+            const auto e = add_collective(reduce, group, bytes, all_done);
+            ends.insert(ends.end(), e.begin(), e.end());
+          }
+        }
+        reduced.insert(reduced.end(), ends.begin(), ends.end());
+        dp_flows_[r].insert(dp_flows_[r].end(), ends.begin(), ends.end());
       }
     }
-    Flow opt = delay(plan_.rank_gpu[rank], plan_.optimizer_s);
-    opt.after = wait;
-    const FlowId opt_id = graph_.add(std::move(opt));
-    optimizer_[rank] = opt_id;
-    FlowId end = opt_id;
-    // ZeRO-3 gathers parameters when a layer needs them; ZeRO-1 and 2 gather the updated shards now.
-    if (plan_.distributed_optimizer && plan_.zero_stage < 3) {
-      std::vector<FlowId> gather;
-      for (int c = 0; c < plan_.shape.chunks; ++c) {
-        const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
-        // Parameters are 16-bit; gradients were reduced at gradient_bytes_per_param.
-        for (const auto& [group, bytes] : gradient_groups(rank, sp)) {
-          const auto ends = add_collective(Op::all_gather, *group, bytes * 2 / plan_.gradient_bytes_per_param, opt_id);
+    std::vector<FlowId> optimizers;
+    for (int d : simulated_) {
+      Flow opt = delay(gpu(d, rank, 0), plan_.optimizer_s);
+      opt.after = {rank_last_[unit(d, rank)]};
+      opt.after.insert(opt.after.end(), extra_waits_[unit(d, rank)].begin(), extra_waits_[unit(d, rank)].end());
+      opt.after.insert(opt.after.end(), reduced.begin(), reduced.end());
+      optimizer_[unit(d, rank)] = graph_.add(std::move(opt));
+      rank_end_[unit(d, rank)] = optimizer_[unit(d, rank)];
+      optimizers.push_back(optimizer_[unit(d, rank)]);
+    }
+    // ZeRO-3 gathers parameters when a layer needs them; ZeRO-1 and 2 gather the updated shards
+    // once every replica has updated its own.
+    if (!plan_.distributed_optimizer || plan_.zero_stage >= 3) return;
+    const FlowId updated = join(here, optimizers);
+    std::vector<FlowId> gather;
+    for (int c = 0; c < plan_.shape.chunks; ++c) {
+      const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
+      // Parameters are 16-bit; gradients were reduced at gradient_bytes_per_param.
+      for (const auto& [groups, bytes] : gradient_groups(rank, sp))
+        for (const auto& group : *groups) {
+          const auto ends = add_collective(Op::all_gather, group, bytes * 2 / plan_.gradient_bytes_per_param, updated);
           gather.insert(gather.end(), ends.begin(), ends.end());
         }
-      }
-      Flow done = delay(plan_.rank_gpu[rank], 0);
-      done.after = gather;
-      done.after.push_back(opt_id);
-      end = graph_.add(std::move(done));
     }
-    rank_end_[rank] = end;
+    for (int d : simulated_) {
+      Flow done = delay(gpu(d, rank, 0), 0);
+      done.after = gather;
+      done.after.push_back(optimizer_[unit(d, rank)]);
+      rank_end_[unit(d, rank)] = graph_.add(std::move(done));
+    }
   }
 
   static Seconds& bucket(RankBreakdown& b, SegmentKind kind) {
@@ -434,15 +619,35 @@ class IterationBuilder {
     return t;
   }
 
+  /// The simulated replica that ends last (the first of those on a tie): the breakdown is its.
+  int slowest_replica(const std::vector<Seconds>& finish) const {
+    int slowest = simulated_.front();
+    Seconds latest = -1;
+    for (int d : simulated_)
+      for (int r = 0; r < ranks(); ++r)
+        if (finish[rank_end_[unit(d, r)]] > latest) {
+          latest = finish[rank_end_[unit(d, r)]];
+          slowest = d;
+        }
+    return slowest;
+  }
+
   IterationResult account(const std::vector<Seconds>& finish) {
     IterationResult result;
     result.iteration_s = makespan(finish);
     result.ranks.resize(plan_.shape.stages);
+    result.replicas = replicas_;
+    result.simulated_replicas = static_cast<int>(simulated_.size());
+    result.gpus_per_rank = members();
+    result.fold = plan_.fold;
+    const int shown = slowest_replica(finish);
+    result.reported_replica = shown;
     std::map<FlowId, const PassTasks*> waits;  // a pass's step -> what it waited for
     for (const auto& [key, tasks] : passes_)
-      if (tasks.transfer_in >= 0) waits[tasks.step] = &tasks;
+      if (tasks.transfer_in >= 0 && tasks.replica == shown) waits[tasks.step] = &tasks;
     std::vector<Seconds> free_at(plan_.shape.stages, 0);
     for (const Step& s : steps_) {
+      if (s.replica != shown) continue;
       RankBreakdown& b = result.ranks[s.rank];
       const Seconds end = finish[s.id], start = end - s.shape->duration_s;
       Seconds gap = std::max(0.0, start - free_at[s.rank]);
@@ -456,7 +661,7 @@ class IterationBuilder {
       Seconds at = start;
       for (const Part& part : s.shape->parts) {
         bucket(b, part.kind) += part.duration_s;
-        result.events.push_back({plan_.rank_gpu[s.rank], "compute", s.name + " " + part.label, at, at + part.duration_s});
+        result.events.push_back({gpu(shown, s.rank, 0), "compute", s.name + " " + part.label, at, at + part.duration_s});
         at += part.duration_s;
       }
       free_at[s.rank] = end;
@@ -466,30 +671,33 @@ class IterationBuilder {
     result.pp_bytes = pp_bytes_;
     for (int r = 0; r < plan_.shape.stages; ++r) {
       RankBreakdown& b = result.ranks[r];
-      const Seconds opt_end = finish[optimizer_.at(r)];
+      const Seconds opt_end = finish[optimizer_[unit(shown, r)]];
+      const Seconds end = finish[rank_end_[unit(shown, r)]];
       b.optimizer_s = plan_.optimizer_s;
-      b.dp_exposed_s += (opt_end - plan_.optimizer_s - free_at[r]) + (finish[rank_end_.at(r)] - opt_end);
-      b.other_idle_s = result.iteration_s - finish[rank_end_.at(r)];
-      result.events.push_back({plan_.rank_gpu[r], "compute", "optimizer step", opt_end - plan_.optimizer_s, opt_end});
-      if (!dp_flows_[r].empty()) {
+      b.dp_exposed_s += (opt_end - plan_.optimizer_s - free_at[r]) + (end - opt_end);
+      b.other_idle_s = result.iteration_s - end;
+      result.events.push_back({gpu(shown, r, 0), "compute", "optimizer step", opt_end - plan_.optimizer_s, opt_end});
+      const auto& dp = dp_flows_[static_cast<std::size_t>(r)];
+      if (!dp.empty()) {
         Seconds first = result.iteration_s, last = 0;
-        for (FlowId f : dp_flows_[r]) {
+        for (FlowId f : dp) {
           first = std::min(first, start_of(finish, f));
           last = std::max(last, finish[f]);
         }
-        result.events.push_back({plan_.rank_gpu[r], "dp", "gradient reduction", first, last});
+        result.events.push_back({gpu(shown, r, 0), "dp", "gradient reduction", first, last});
       }
     }
     for (const auto& [key, tasks] : passes_)
-      if (tasks.transfer_in >= 0 && !graph_.flows[tasks.transfer_in].links.empty())
+      if (tasks.replica == shown && tasks.transfer_in >= 0 && !graph_.flows[tasks.transfer_in].links.empty())
         result.events.push_back({graph_.flows[tasks.transfer_in].src_gpu, "pp",
-                                 std::get<1>(key) ? "send activations" : "send gradients",
+                                 std::get<2>(key) ? "send activations" : "send gradients",
                                  start_of(finish, tasks.transfer_in), finish[tasks.transfer_in]});
     return result;
   }
 
   struct Step {
     FlowId id;
+    int replica;
     int rank;
     const PassShape* shape;
     std::string name;
@@ -503,13 +711,19 @@ class IterationBuilder {
   const Router& router_;
   const IterationPlan& plan_;
   FlowGraph graph_;
+  std::vector<std::vector<int>> units_;  // [replica * ranks + rank] -> its GPUs
+  int replicas_ = 1;
+  std::vector<std::vector<std::vector<int>>> dp_groups_, expert_groups_;  // [rank] -> groups
+  std::vector<int> simulated_;     // the replicas the engine runs
+  std::vector<int> simulated_as_;  // replica -> the simulated replica it folds onto
   std::vector<Step> steps_;
   std::map<PassKey, PassTasks> passes_;
   std::vector<std::vector<std::pair<int, int>>> holders_;  // model stage -> (rank, chunk) slots holding it
-  std::map<std::pair<int, int>, FlowId> last_of_chunk_;  // (rank, chunk) -> last step of its last pass
-  std::map<int, FlowId> rank_last_, optimizer_, rank_end_;
+  std::map<std::tuple<int, int, int>, FlowId> last_of_chunk_;  // (replica, rank, chunk) -> last step of its last pass
+  std::vector<FlowId> rank_last_, optimizer_, rank_end_;  // by unit
   std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
-  std::map<int, std::vector<FlowId>> dp_flows_, extra_waits_;
+  std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
+  std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for
   std::map<std::tuple<int, CommGroup, Op, Bytes>, Seconds> tp_cache_;
   std::map<int, Seconds> traffic_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid

@@ -1,9 +1,11 @@
 #pragma once
-// One training iteration replayed on the fabric engine: every pass of every pipeline rank's schedule
-// table becomes timed steps on its representative GPU, pipeline transfers become flows between
-// stages, and data-parallel gradient collectives become flows over the fabric, started as the last
-// backward of each chunk ends. The result says how long the iteration took and where each pipeline
-// rank's time went.
+// One training iteration replayed on the fabric engine for every GPU of the job: every pass of every
+// pipeline rank's schedule table becomes a timed step of each data-parallel replica (its TP and CP
+// GPUs in lockstep), every GPU's pipeline transfers become flows between stages, and every
+// data-parallel group's gradient collectives become flows over the fabric, started as the last
+// backward of each chunk ends on every replica; all of it shares the links at once. Replicas whose
+// traffic is provably identical and isolated are simulated once (fold.hpp). The result says how
+// long the iteration took and where the slowest replica's pipeline ranks spent it.
 #include <string>
 #include <vector>
 
@@ -51,6 +53,11 @@ struct IterationResult {
   std::vector<TraceEvent> events;
   std::vector<PassSpan> passes;      // in each rank's table order
   Bytes pp_bytes = 0;                // sent between pipeline ranks by one TP rank of one pipeline
+  int replicas = 1;                  // data-parallel replicas of the job
+  int simulated_replicas = 1;        // of which the engine ran these; the rest folded onto them
+  int gpus_per_rank = 1;             // GPUs of one pipeline rank of a replica (tp x cp), all replayed
+  int reported_replica = 0;
+  FoldMode fold = FoldMode::assume;  // how replicas were folded          // the replica the breakdown, passes and events are from: the slowest
 };
 
 IterationResult simulate_iteration(FabricEngine& engine, const Router& router, const IterationPlan& plan);

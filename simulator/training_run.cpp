@@ -70,8 +70,9 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 
 }  // namespace
 
-RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels) {
-  const IterationPlan plan = plan_iteration(s, kernels);
+RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold) {
+  IterationPlan plan = plan_iteration(s, kernels);
+  plan.fold = fold;
   const std::vector<StageMemory> memory = plan_memory(s, plan);
   for (std::size_t r = 0; r < memory.size(); ++r)
     if (!allow_oom && memory[r].total > s.gpu.hbm_bytes) {

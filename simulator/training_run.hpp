@@ -35,6 +35,7 @@ struct RunReport {
 
 /// Simulates one iteration. Memory beyond the GPU's HBM is a UserError naming the stage and the
 /// shortfall unless allow_oom.
-RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr);
+RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr,
+                       FoldMode fold = FoldMode::assume);
 
 }  // namespace clustersim

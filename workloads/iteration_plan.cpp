@@ -15,4 +15,14 @@ const char* to_string(SegmentKind kind) {
   return "?";
 }
 
+const char* to_string(FoldMode mode) {
+  switch (mode) {
+    case FoldMode::exact: return "exact";
+    case FoldMode::none: return "none";
+    case FoldMode::all: return "all";
+    case FoldMode::assume: return "assume";
+  }
+  return "?";
+}
+
 }  // namespace clustersim

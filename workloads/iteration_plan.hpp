@@ -4,9 +4,11 @@
 // between stages, and the gradients reduced across data parallelism. Built from a scenario by
 // plan_iteration(); tests build it directly (uniform stages, free communication).
 //
-// Symmetry: the TP ranks of a group run the same segments, and data-parallel replicas run the same
-// pipeline, so the plan describes one representative GPU per pipeline rank (tp 0, dp 0). What breaks
-// the symmetry - the fabric shared by the data-parallel collectives - is simulated with real flows.
+// Every GPU: a pipeline rank's segments are the same on all its GPUs (the TP and CP ranks of a
+// replica run in lockstep, joined by their blocking collectives), so segments are kept once per
+// model stage; `unit_gpus` places them on every GPU of the job, and the engine puts every GPU's
+// pipeline transfers and every data-parallel group's gradient collectives on the fabric. Replicas
+// whose traffic provably cannot differ are folded (simulator/fold.hpp).
 #include <string>
 #include <vector>
 
@@ -23,6 +25,14 @@ namespace clustersim {
 enum class SegmentKind { compute, recompute, tp_comm, ep_comm, imbalance, cp_comm, dp_comm };
 /// The group a collective step runs over.
 enum class CommGroup { tp, cp, dp, expert_dp };
+/// Which data-parallel replicas the engine may simulate once for several: `exact` folds those
+/// whose traffic is provably identical and isolated (fold.hpp), `none` simulates every replica,
+/// `all` requires that every replica folds into one and is an error where that is not exact.
+/// `assume` is the engine as it was before whole-cluster replay, and its fast default until it
+/// runs whole clusters at speed (README, "Whole-cluster replay"): replica 0 alone, its first GPU
+/// per rank sending for the rank, and TP rank 0's data-parallel groups alone on the fabric.
+enum class FoldMode { exact, none, all, assume };
+const char* to_string(FoldMode mode);
 const char* to_string(SegmentKind kind);
 
 /// One step on a GPU's compute stream. Compute has a duration; a TP collective blocks it (Megatron
@@ -77,6 +87,15 @@ struct IterationPlan {
   std::vector<std::vector<int>> dp_group; // pipeline rank -> GPUs of its DP group (the TP rank 0 one)
   std::vector<std::vector<int>> expert_dp_group;  // pipeline rank -> replicas of its experts (dp / ep)
   std::vector<std::vector<int>> cp_group; // pipeline rank -> GPUs sharing its sequences (context parallel)
+  /// The whole job: unit_gpus[replica * ranks + rank] lists the GPUs (tp x cp "members", tp
+  /// fastest) of one pipeline rank of one data-parallel replica; unit_gpus[rank][0] is rank_gpu.
+  /// Empty: one replica of one member per rank (rank_gpu), as hand-built plans in tests have.
+  std::vector<std::vector<int>> unit_gpus;
+  int replicas = 1;
+  /// Per pipeline rank, every data-parallel group (one per TP rank) and every expert group; empty:
+  /// dp_group and expert_dp_group alone.
+  std::vector<std::vector<std::vector<int>>> dp_groups, expert_dp_groups;
+  FoldMode fold = FoldMode::assume;
   std::vector<GroupTraffic> traffic;      // the all-to-alls and ring steps segments refer to
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
   bool blocking_p2p = false;              // a pipeline send holds its sender until it lands (Megatron's synchronous p2p)

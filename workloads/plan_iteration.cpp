@@ -254,6 +254,23 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     }
     plan.dp_group.push_back(dp_cp);
     plan.expert_dp_group.push_back(expert_dp);
+    // The same groups for every TP rank, and every expert-parallel rank's expert replicas.
+    std::vector<std::vector<int>> dp_groups, expert_groups;
+    for (int tp_rank : plan.tp_group.back()) {
+      std::vector<std::vector<int>> dp_by_cp;
+      for (int cp_rank : layout.group(tp_rank, Dim::cp)) dp_by_cp.push_back(layout.group(cp_rank, Dim::dp));
+      std::vector<int>& all = dp_groups.emplace_back();
+      for (const auto& dp : dp_by_cp) all.insert(all.end(), dp.begin(), dp.end());
+      if (!s.model.moe) continue;
+      for (int e = 0; e < s.ep; ++e) {
+        std::vector<int>& replicas = expert_groups.emplace_back();
+        for (const auto& dp : dp_by_cp)
+          for (std::size_t i = static_cast<std::size_t>(e); i < dp.size(); i += static_cast<std::size_t>(s.ep))
+            replicas.push_back(dp[i]);
+      }
+    }
+    plan.dp_groups.push_back(std::move(dp_groups));
+    plan.expert_dp_groups.push_back(std::move(expert_groups));
     double params = 0;
     for (int chunk = 0; chunk < v; ++chunk) {
       const StagePlan& held = plan.stages[plan.schedule->chunk_stage(plan.shape, r, chunk)];
@@ -265,6 +282,21 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     }
     params_per_rank_max = std::max(params_per_rank_max, params);
   }
+  // Every GPU by (replica, pipeline rank, member): the data-parallel index, then tp x cp.
+  plan.replicas = layout.dp;
+  for (int d = 0; d < layout.dp; ++d)
+    for (int r = 0; r < p; ++r) {
+      std::vector<int>& unit = plan.unit_gpus.emplace_back();
+      for (int c = 0; c < layout.cp; ++c)
+        for (int tp_rank = 0; tp_rank < t; ++tp_rank) {
+          ParallelLayout::Coord at;
+          at.tp = tp_rank;
+          at.cp = c;
+          at.dp = d;
+          at.pp = r;
+          unit.push_back(layout.rank(at));
+        }
+    }
   plan.optimizer_s = op_time(s.gpu, s.precision,
                              optimizer_op(params_per_rank_max, s.gradient_reduce_bytes(), s.precision == "fp16"), kernels);
   plan.channels = 2 * s.cluster.node.nics;

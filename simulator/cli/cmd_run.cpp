@@ -20,6 +20,7 @@ struct RunOptions {
   std::vector<std::string> overrides;
   std::string json, trace, trace_ranks, kernels;
   bool allow_oom = false;
+  std::string fold = "assume";
 };
 
 double gib(Bytes b) { return static_cast<double>(b) / (1ULL << 30); }
@@ -43,6 +44,12 @@ std::set<int> parse_ranks(const std::string& text) {
   return out;
 }
 
+FoldMode parse_fold(const std::string& text) {
+  for (FoldMode m : {FoldMode::exact, FoldMode::none, FoldMode::all, FoldMode::assume})
+    if (text == to_string(m)) return m;
+  throw UserError("command line", 0, "--fold", "expected exact, none, all or assume, got '" + text + "'");
+}
+
 void print_report(const ScenarioSpec& s, const RunReport& r) {
   const ParallelLayout& l = s.layout;
   std::cout << fmt::format("# clustersim run: {} ({} on {} {}; tp {}{} pp {} dp {}{} v {}; {} schedule, {} microbatches "
@@ -54,6 +61,18 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
                            s.recompute == Recompute::full ? "full" : s.recompute == Recompute::selective ? "selective" : "no",
                            s.precision);
   std::cout << fmt::format("iteration time          {:>12.3f} s\n", r.iteration_s);
+  const IterationResult& it = r.iteration;
+  const int others = it.replicas - it.simulated_replicas;
+  std::cout << fmt::format("GPUs replayed           {:>12}   ({} replicas x {} stages x {} GPUs in lockstep; {} simulated, {})\n",
+                           it.replicas * l.pp * it.gpus_per_rank, it.replicas, l.pp, it.gpus_per_rank,
+                           it.simulated_replicas,
+                           others == 0                     ? std::string("none folded")
+                           : it.fold == FoldMode::assume ? fmt::format("{} assumed identical to replica 0 without proof, "
+                                                                       "their traffic and that of TP ranks > 0 off the "
+                                                                       "fabric (--fold exact replays it)", others)
+                                                         : fmt::format("{} folded exactly onto them", others));
+  if (it.simulated_replicas > 1)
+    std::cout << fmt::format("breakdown of replica    {:>12}   (the slowest)\n", it.reported_replica);
   std::cout << fmt::format("tokens/s                {:>12.0f}\n", r.tokens_per_s);
   std::cout << fmt::format("model TFLOP/s per GPU   {:>12.1f}   (Megatron: executed FLOPs, recompute included)\n",
                            r.model_tflops_per_gpu);
@@ -89,6 +108,9 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["mfu"] = r.mfu;
+  j["replicas"] = r.iteration.replicas;
+  j["simulated_replicas"] = r.iteration.simulated_replicas;
+  j["fold"] = to_string(r.iteration.fold);
   j["stages"] = nlohmann::ordered_json::array();
   for (const StageReport& st : r.stages) {
     const RankBreakdown& b = st.time;
@@ -152,12 +174,16 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--trace-ranks", o->trace_ranks, "GPUs to keep in the trace, e.g. 0-7,64 (default: all simulated)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when a stage does not fit in GPU memory");
+  cmd->add_option("--fold", o->fold,
+                  "data-parallel replicas simulated once for several: assume (replica 0 alone, unproven; the "
+                  "default), exact (where provably exact), none, all (an error unless every replica folds exactly)");
   cmd->callback([o] {
+    const FoldMode fold = parse_fold(o->fold);
     const ScenarioSpec s = load_scenario(o->scenario, o->overrides);
     const std::set<int> keep = o->trace_ranks.empty() ? std::set<int>{} : parse_ranks(o->trace_ranks);
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels);
-    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr);
+    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold);
     print_report(s, r);
     if (!o->json.empty()) write_file(o->json, report_json(s, r), "--json");
     if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");

@@ -1,0 +1,173 @@
+// Every GPU's traffic on the fabric at once: the data-parallel groups of every TP rank meet on the
+// leaf uplinks, and a replica is folded onto another only where that changes nothing.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+#include "collectives/collective.hpp"
+#include "simulator/iteration.hpp"
+#include "support.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+/// Two DGX A100 nodes on two leaves of a 2-tier fat tree whose leaves have 8 down ports and
+/// 8 / oversubscription up ports.
+std::string two_leaf_fat_tree(int oversubscription) {
+  const int radix = 8 + 8 / oversubscription;
+  return test::replaced_all(
+      test::replaced_all(test::read_file(test::source_path("scenarios/clusters/dgx-a100-fat-tree.yaml")),
+                         "  nodes: 384\n", "  nodes: 2\n", "fat tree"),
+      "  tiers:\n    - {radix: 40, oversubscription: 1}   # leaves: 20 down, 20 up\n"
+      "    - {radix: 40, oversubscription: 1}   # spines: 20 down, 20 up, pods of 20 leaves\n"
+      "    - {radix: 40}                        # core\n",
+      "  tiers:\n    - {radix: " + std::to_string(radix) + ", oversubscription: " + std::to_string(oversubscription) +
+          "}\n    - {radix: 16}\n",
+      "fat tree");
+}
+
+/// One pipeline rank, tp 8 on each node, dp 2 across the nodes: eight data-parallel groups, one per
+/// TP rank ({t, 8 + t}), each all-reducing `gradient` bytes after a 1 ms step.
+IterationPlan two_replica_plan(Bytes gradient) {
+  IterationPlan plan;
+  plan.schedule = find_schedule("1f1b");
+  plan.shape = ScheduleShape{1, 1, 1, 0};
+  StagePlan sp;
+  sp.forward = {{SegmentKind::compute, "fwd", 1e-3}};
+  sp.backward_input = {{SegmentKind::compute, "bwd", 2e-3}};
+  sp.gradient_bytes = gradient;
+  plan.stages = {sp};
+  plan.rank_gpu = {0};
+  plan.tp_group = {{0, 1, 2, 3, 4, 5, 6, 7}};
+  plan.replicas = 2;
+  plan.unit_gpus = {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}};
+  plan.dp_groups.emplace_back();
+  for (int t = 0; t < 8; ++t) plan.dp_groups[0].push_back({t, 8 + t});
+  plan.dp_group = {plan.dp_groups[0][0]};
+  plan.expert_dp_groups = {{}};
+  plan.overlap_grad_reduce = false;
+  plan.channels = 16;
+  plan.fold = FoldMode::none;
+  return plan;
+}
+
+/// The closed form of concurrent pipelined rings under max-min: every flow pays its latency, then
+/// the link carrying the most bytes drains last, at its bandwidth (its flows share it equally and
+/// no other link holds them back), so the phase takes latency + max over links of bytes / bandwidth.
+Seconds bottleneck_time(const Cluster& cluster, const Router& router, const IterationPlan& plan) {
+  std::map<LinkDir, double> bytes;
+  Seconds latency = 0;
+  for (const auto& group : plan.dp_groups[0]) {
+    const CollectiveRequest req{Op::all_reduce, group, plan.stages[0].gradient_bytes, plan.channels,
+                                *find_protocol("Simple"), 0};
+    for (const Flow& f : find_algorithm("ring")->lower(router, req).flows) {
+      for (LinkDir l : f.links) bytes[l] += static_cast<double>(f.size_bytes);
+      latency = std::max(latency, f.latency_s);
+    }
+  }
+  Seconds worst = 0;
+  for (const auto& [l, b] : bytes) worst = std::max(worst, b / cluster.effective_bandwidth_Bps(link_of(l)));
+  return latency + worst;
+}
+
+}  // namespace
+
+TEST_CASE("4:1 leaves: every TP rank's gradient all-reduce crosses the uplinks at once, at their bandwidth") {
+  const Cluster cluster = test::cluster_from_yaml(two_leaf_fat_tree(4), "fat-tree-4to1.yaml");
+  const Router router(cluster);
+  FabricEngine engine(cluster);
+  IterationPlan plan = two_replica_plan(1 << 30);
+  const Seconds phase = simulate_iteration(engine, router, plan).iteration_s - 3e-3;
+  CHECK(phase == Approx(bottleneck_time(cluster, router, plan)).epsilon(1e-6));
+  // 16 channels x 8 groups over 2 uplinks: at least 64 flows of 1 GiB / 16 on the busier one, each
+  // way, so at least 4 GiB through one 200 Gb/s uplink (24 GB/s after calibration).
+  CHECK(phase >= 4.0 * (1 << 30) / cluster.effective_bandwidth_Bps(cluster.nic_port_link[0]));
+  // Folded without proof (the default, as the engine ran until now), TP rank 0's group alone is on
+  // the fabric: the uplinks carry an eighth of the traffic and the phase is far shorter.
+  plan.fold = FoldMode::assume;
+  CHECK(simulate_iteration(engine, router, plan).iteration_s - 3e-3 < phase / 2.5);
+}
+
+TEST_CASE("1:1 leaves: the same phase at the busiest link's bandwidth, well under the 4:1 time") {
+  const Cluster full = test::cluster_from_yaml(two_leaf_fat_tree(1), "fat-tree-1to1.yaml");
+  const Cluster thin = test::cluster_from_yaml(two_leaf_fat_tree(4), "fat-tree-4to1.yaml");
+  const Router router(full);
+  FabricEngine engine(full);
+  const IterationPlan plan = two_replica_plan(1 << 30);
+  const Seconds phase = simulate_iteration(engine, router, plan).iteration_s - 3e-3;
+  CHECK(phase == Approx(bottleneck_time(full, router, plan)).epsilon(1e-6));
+  // Eight uplinks instead of two: the uplink-bound time falls by up to 4 (ECMP's uneven hashing
+  // keeps it from exactly 4), and the NICs bound it below.
+  CHECK(phase < bottleneck_time(thin, Router(thin), plan) / 2.5);
+}
+
+namespace {
+
+/// A 32-GPU scenario (Megatron's 1.7B, tp 8, pp 2, dp 2, 8 microbatches per replica) on a
+/// four-node cluster of the given fabric: replica 0 sends from node 0 to node 2, replica 1 from
+/// node 1 to node 3, and each TP rank's data-parallel ring joins nodes 0 and 1 (2 and 3). Written
+/// to a fresh folder laid out as scenarios/ is (clusters/ beside the GPU catalog).
+std::string small_scenario(const std::string& cluster_yaml) {
+  char pattern[] = "/tmp/clustersim-whole-XXXXXX";
+  REQUIRE(mkdtemp(pattern) != nullptr);
+  const std::string dir = pattern;
+  REQUIRE(std::system(("mkdir -p " + dir + "/clusters").c_str()) == 0);
+  std::ofstream(dir + "/gpus.yaml") << test::read_file(test::source_path("scenarios/gpus.yaml"));
+  std::ofstream(dir + "/clusters/cluster.yaml") << cluster_yaml;
+  std::ofstream(dir + "/scenario.yaml")
+      << "name: whole-cluster\ncluster: clusters/cluster.yaml\nmodel: " << test::source_path("scenarios/models/megatron-1.7b.yaml")
+      << "\ngpus: 32\nparallel: {tp: 8, pp: 2, dp: 2}\nschedule: 1f1b\nglobal_batch: 16\nmicrobatch: 1\nprecision: bf16\n"
+         "recompute: selective\n";
+  return dir + "/scenario.yaml";
+}
+
+std::string fat_tree_four_nodes() {
+  return test::shipped_with("scenarios/clusters/dgx-a100-fat-tree.yaml", "  nodes: 384\n", "  nodes: 4\n");
+}
+
+std::string rail_optimized_four_nodes() {
+  return test::shipped_with("scenarios/clusters/dgx-a100-superpod.yaml", "  nodes: 384\n", "  nodes: 4\n");
+}
+
+std::string single_switch_four_nodes() {
+  const std::string fat = fat_tree_four_nodes();
+  const std::size_t fabric = fat.find("fabric:");
+  REQUIRE(fabric != std::string::npos);
+  return fat.substr(0, fabric) +
+         "fabric:\n  type: single_switch\n  nodes: 4\n  link_type: hdr\n  bandwidth_Gbps: 200\n  latency_us: 0.3\n";
+}
+
+}  // namespace
+
+TEST_CASE("folding replicas is exact: the same iteration time to 1e-9 as simulating every replica") {
+  for (const auto& [fabric, yaml] : {std::pair{"single_switch", single_switch_four_nodes()},
+                                     {"fat_tree", fat_tree_four_nodes()},
+                                     {"rail_optimized", rail_optimized_four_nodes()}}) {
+    INFO(fabric);
+    const std::string scenario = small_scenario(yaml);
+    const nlohmann::json folded = test::cli_json("run " + scenario + " --fold exact");
+    const nlohmann::json every = test::cli_json("run " + scenario + " --fold none");
+    CHECK(every["simulated_replicas"] == 2);
+    CHECK(test::relative_error(folded["iteration_s"].get<double>(), every["iteration_s"].get<double>()) < 1e-9);
+    // On one switch, and on rails inside one scalable unit, each replica's transfers have ports of
+    // their own: everything folds onto replica 0. Fat-tree leaves hash them onto shared uplinks.
+    if (std::string(fabric) != "fat_tree") CHECK(folded["simulated_replicas"] == 1);
+  }
+}
+
+TEST_CASE("fold all is an error where the fold is not exact, and fold takes only its four words") {
+  const std::string scenario = small_scenario(fat_tree_four_nodes());
+  const test::CliResult r = test::run_cli("run " + scenario + " --fold all");
+  CHECK(r.exit_code == 2);
+  CHECK(r.stdout_text.empty());
+  CHECK(r.stderr_text.find("--fold: all replicas fold into one only where that is exact") != std::string::npos);
+  CHECK(r.stderr_text.find("shares the link") != std::string::npos);
+  const test::CliResult bad = test::run_cli("run " + scenario + " --fold some");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.stderr_text.find("--fold: expected exact, none, all or assume, got 'some'") != std::string::npos);
+  // Where it is exact, all is accepted.
+  CHECK(test::cli_json("run " + small_scenario(single_switch_four_nodes()) + " --fold all")["simulated_replicas"] == 1);
+}
