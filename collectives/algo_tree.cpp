@@ -1,6 +1,15 @@
 // NCCL's double binary tree all-reduce: a chain inside each node, two complementary binary trees
 // across nodes (even channels use one, odd channels the other), reduce up and broadcast down
 // pipelined at the same time, so every tree edge carries the channel's data once each way.
+//
+// The trees are NCCL's (src/graph/trees.cc, ncclGetBtree and ncclGetDtree, NCCL 2.x): node 0 is
+// the root and has one child, the largest power of two below the node count; below it every odd
+// node is a leaf and an even node's children sit half its lowest set bit away on either side. The
+// second tree is the first mirrored (node i plays node n-1-i) when the node count is even, and
+// shifted by one (node i plays node i-1) when it is odd. Either way the first tree's leaves (odd
+// nodes) are the second's inner nodes, so no node is inner in both and every NIC carries at most
+// four of a channel pair's crossings; mirroring an odd count would keep odd nodes leaves twice and
+// even nodes inner twice, six crossings, two thirds of the bandwidth.
 #include <algorithm>
 
 #include "collectives/pipeline.hpp"
@@ -8,18 +17,36 @@
 namespace clustersim {
 namespace {
 
-/// Parent of each position in an in-order balanced binary tree over [lo, hi); the root gets -1.
-void build_tree(int lo, int hi, int parent, std::vector<int>& parents) {
-  if (lo >= hi) return;
-  const int mid = lo + (hi - lo) / 2;
-  parents[mid] = parent;
-  build_tree(lo, mid, mid, parents);
-  build_tree(mid + 1, hi, mid, parents);
+/// The parent of each node in NCCL's binary tree over n nodes; the root, node 0, gets -1. A node's
+/// parent clears its lowest set bit b and sets the bit above it (the node b away on the side of
+/// that bit), or, when that node does not exist, just clears b.
+std::vector<int> nccl_btree(int n) {
+  std::vector<int> parents(static_cast<std::size_t>(n), -1);
+  for (int node = 1; node < n; ++node) {
+    const int low = node & -node;
+    const int up = (node & ~low) | (low << 1);
+    parents[static_cast<std::size_t>(node)] = up < n ? up : node & ~low;
+  }
+  return parents;
+}
+
+/// The second tree: `first` relabelled so that node i takes the place of node n-1-i (n even) or of
+/// node i-1 (n odd).
+std::vector<int> nccl_second_tree(const std::vector<int>& first) {
+  const int n = static_cast<int>(first.size());
+  auto plays = [n](int node) { return n % 2 == 0 ? n - 1 - node : (node - 1 + n) % n; };
+  auto played_by = [n](int role) { return n % 2 == 0 ? n - 1 - role : (role + 1) % n; };
+  std::vector<int> parents(first.size(), -1);
+  for (int node = 0; node < n; ++node) {
+    const int role_parent = first[static_cast<std::size_t>(plays(node))];
+    parents[static_cast<std::size_t>(node)] = role_parent < 0 ? -1 : played_by(role_parent);
+  }
+  return parents;
 }
 
 int depth(const std::vector<int>& parents, int i) {
   int d = 0;
-  for (; parents[i] >= 0; i = parents[i]) ++d;
+  for (; parents[static_cast<std::size_t>(i)] >= 0; i = parents[static_cast<std::size_t>(i)]) ++d;
   return d;
 }
 
@@ -34,28 +61,27 @@ class Tree final : public Algorithm {
     if (req.ranks.size() < 2) return graph;
     const auto groups = ranks_by_node(router.cluster(), req.ranks);
     const int nodes = static_cast<int>(groups.size());
-    std::vector<int> parents(nodes, -1);
-    build_tree(0, nodes, -1, parents);
-    int tree_depth = 0;
-    for (int i = 0; i < nodes; ++i) tree_depth = std::max(tree_depth, depth(parents, i));
+    const std::vector<int> first = nccl_btree(nodes), second = nccl_second_tree(first);
+    int tree_depth = 0;  // the same for both trees: one is the other relabelled
+    for (int i = 0; i < nodes; ++i) tree_depth = std::max(tree_depth, depth(first, i));
     const double per_channel = static_cast<double>(req.size_bytes) / req.channels;
 
     for (int c = 0; c < req.channels; ++c) {
-      // The second tree mirrors the first, so most of one tree's leaves are the other's inner nodes.
-      auto node_at = [&](int pos) { return c % 2 == 0 ? pos : nodes - 1 - pos; };
-      std::vector<int> head(nodes);
+      const std::vector<int>& parents = c % 2 == 0 ? first : second;
+      std::vector<int> head(static_cast<std::size_t>(nodes));
       std::vector<Hop> up;
       std::size_t longest_chain = 0;
       for (int k = 0; k < nodes; ++k) {
-        const auto& g = groups[k];
+        const auto& g = groups[static_cast<std::size_t>(k)];
         const std::size_t start = static_cast<std::size_t>(c / 2) % g.size();
-        head[k] = g[start];
+        head[static_cast<std::size_t>(k)] = g[start];
         for (std::size_t i = 1; i < g.size(); ++i)  // chain: reduce flows toward the head
           up.push_back({g[(start + i) % g.size()], g[(start + i - 1) % g.size()]});
         longest_chain = std::max(longest_chain, g.size() - 1);
       }
-      for (int pos = 0; pos < nodes; ++pos)
-        if (parents[pos] >= 0) up.push_back({head[node_at(pos)], head[node_at(parents[pos])]});
+      for (int k = 0; k < nodes; ++k)
+        if (parents[static_cast<std::size_t>(k)] >= 0)
+          up.push_back({head[static_cast<std::size_t>(k)], head[static_cast<std::size_t>(parents[static_cast<std::size_t>(k)])]});
       std::vector<Hop> hops = up;
       for (const Hop& h : up) hops.push_back({h.dst_gpu, h.src_gpu});  // broadcast back down
       Pipeline p = route_pipeline(router, hops, c, per_channel, req.protocol);

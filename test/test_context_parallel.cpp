@@ -19,6 +19,9 @@ using clustersim::test::source_path;
 namespace {
 
 const std::string kLlama = source_path("scenarios/llama3-405b-h100-16k-cp16.yaml");
+// The scenario's split with 2 chunks a rank instead of 8 (4 layers a chunk, 3 on the first and the
+// last): a quarter of the passes to replay, and nothing these tests compare depends on it.
+const std::string kLlamaRun = kLlama + " --set parallel.virtual_stages=2";
 
 
 double flops_of(const std::vector<ComputeOp>& ops, ComputeKind kind) {
@@ -77,8 +80,8 @@ TEST_CASE("context parallelism gives each rank 1/cp of a layer's gemm and attent
 }
 
 TEST_CASE("llama 3 405b at 131k tokens with cp 16: ring attention hides its transfers and all-gather cp does not") {
-  const nlohmann::json gather = test::cli_json("run " + kLlama);
-  const nlohmann::json ring = test::cli_json("run " + kLlama + " --set parallel.cp_comm=p2p");
+  const nlohmann::json gather = test::cli_json("run " + kLlamaRun);
+  const nlohmann::json ring = test::cli_json("run " + kLlamaRun + " --set parallel.cp_comm=p2p");
   const auto& g = gather["stages"][4]["time_s"];
   const auto& r = ring["stages"][4]["time_s"];
   CHECK(g["cp_exposed"].get<double>() > 0);
@@ -89,8 +92,8 @@ TEST_CASE("llama 3 405b at 131k tokens with cp 16: ring attention hides its tran
 
 TEST_CASE("context parallelism divides each rank's activations by cp") {
   // cp 16 against cp 8 on half the GPUs: the same microbatches, twice the tokens per rank.
-  const nlohmann::json cp16 = test::cli_json("run " + kLlama);
-  const nlohmann::json cp8 = test::cli_json("run " + kLlama + " --set gpus=8192 --set parallel.cp=8");
+  const nlohmann::json cp16 = test::cli_json("run " + kLlamaRun);
+  const nlohmann::json cp8 = test::cli_json("run " + kLlamaRun + " --set gpus=8192 --set parallel.cp=8");
   for (int stage : {0, 7, 15}) {
     INFO("stage " << stage);
     CHECK(cp8["stages"][stage]["memory_bytes"]["activations"].get<double>() ==
@@ -123,4 +126,41 @@ TEST_CASE("selective recompute turns the attention ring once more: one more exch
   const auto [none, layers] = ring_exchanges("none");
   CHECK(none == layers);  // the backward's own ring
   CHECK(ring_exchanges("selective").first == 2 * layers);
+}
+
+TEST_CASE("under context parallelism the output layer and its loss see 1/cp of each sequence") {
+  // Llama 3 405B at 131,072 tokens, tp 8, cp 16: each rank holds 8192 tokens of every sequence.
+  const ScenarioSpec s = load_scenario(kLlama);
+  REQUIRE(s.layout.cp == 16);
+  REQUIRE(s.layout.tp == 8);
+  const double tokens = 131072.0 / 16, vocab_per_gpu = 128256.0 / 8, hidden = 16384;
+  const ComputeOp logits = logits_forward_op(s.model, 1, 8, 16);
+  CHECK(logits.flops == Approx(2 * tokens * vocab_per_gpu * hidden).epsilon(1e-12));
+  CHECK(logits.flops == Approx(logits_forward_op(s.model, 1, 8).flops / 16).epsilon(1e-12));
+  const CrossEntropyOps ce = cross_entropy_ops(s.model, 1, 8, 16);
+  CHECK(ce.forward.hbm_bytes == Bytes(38 * tokens * vocab_per_gpu));
+  CHECK(ce.backward.hbm_bytes == Bytes(14 * tokens * vocab_per_gpu));
+  CHECK(ce.forward.hbm_bytes * 16 == cross_entropy_ops(s.model, 1, 8).forward.hbm_bytes);
+
+  // The plan's last stage times them on the rank's tokens: the logit GEMM at the catalog's GEMM
+  // efficiency for its FLOPs, the cross-entropy at the HBM roofline (it is memory-bound).
+  const GpuModel& gpu = s.gpu;
+  REQUIRE(gpu.gemm_efficiency);
+  REQUIRE(gpu.hbm_efficiency);
+  const double in_training = gpu.in_training_efficiency ? gpu.in_training_efficiency->fraction : 1.0;
+  const double gemm_flops = 2 * tokens * vocab_per_gpu * hidden;
+  const Seconds logits_s = gemm_flops / (*gpu.peak_flops("bf16") * gpu.gemm_efficiency->fraction_of_peak(gemm_flops)) / in_training;
+  const Seconds ce_s = 38 * tokens * vocab_per_gpu / (gpu.hbm_bandwidth_Bps * gpu.hbm_efficiency->fraction) / in_training;
+  const IterationPlan plan = plan_iteration(s);
+  int head_steps = 0;
+  for (const Segment& seg : plan.stages.back().forward) {
+    if (seg.label == "logits") CHECK(seg.duration_s == Approx(logits_s).epsilon(1e-9));
+    if (seg.label == "cross-entropy") CHECK(seg.duration_s == Approx(ce_s).epsilon(1e-9));
+    // Its TP collectives move the rank's tokens too: the gathered input, one float per token.
+    if (seg.label == "output all-gather") CHECK(seg.tp_bytes == Bytes(tokens * hidden * 2));
+    if (seg.label == "cross-entropy max all-reduce") CHECK(seg.tp_bytes == Bytes(tokens * 4));
+    head_steps += seg.label == "logits" || seg.label == "cross-entropy" || seg.label == "output all-gather" ||
+                  seg.label == "cross-entropy max all-reduce";
+  }
+  CHECK(head_steps == 4);
 }

@@ -125,3 +125,11 @@ TEST_CASE("an encoder on its own stage needs a pipeline to have a stage of its o
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": schedule: an encoder with placement own_stage needs at least 2 model stages; 1f1b has 1"));
 }
+
+TEST_CASE("an encoder on its own stage takes a listed split, not Megatron-Core's split options") {
+  // Megatron-Core's counts are for the decoder's first and last ranks; here stage 0 is the encoder's.
+  const auto r = run_cli(own_stage_run(4, " --set parallel.decoder_last_pipeline_num_layers=20"));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.decoder_last_pipeline_num_layers: expected stage_layers instead: "
+                                            "the encoder has a stage of its own"));
+}

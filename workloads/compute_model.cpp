@@ -414,8 +414,9 @@ ComputeOp encoder_projection_op(const ModelSpec& m, int microbatch, int tensor_p
               m.encoder->hidden);
 }
 
-ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel) {
+ComputeOp logits_forward_op(const ModelSpec& full, int microbatch, int tensor_parallel, int context_parallel) {
   assert(tensor_parallel > 0 && "tensor parallel size is positive");
+  const ModelSpec m = local_shape(full, context_parallel);
   // Megatron pads the vocabulary to a multiple of the tensor-parallel size.
   const long vocab_per_gpu = (long(m.vocab) + tensor_parallel - 1) / tensor_parallel;
   ComputeOp op = gemm("logits", long(microbatch) * m.seq_len, vocab_per_gpu, m.hidden);
@@ -423,8 +424,9 @@ ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_paral
   return op;
 }
 
-CrossEntropyOps cross_entropy_ops(const ModelSpec& m, int microbatch, int tensor_parallel) {
-  const long tokens = long(microbatch) * m.seq_len, vocab_per_gpu = logits_forward_op(m, microbatch, tensor_parallel).shape.n;
+CrossEntropyOps cross_entropy_ops(const ModelSpec& m, int microbatch, int tensor_parallel, int context_parallel) {
+  const ComputeOp logits = logits_forward_op(m, microbatch, tensor_parallel, context_parallel);
+  const long tokens = logits.shape.m, vocab_per_gpu = logits.shape.n;
   CrossEntropyOps ce{elementwise("cross_entropy", tokens, vocab_per_gpu, 6.0 + 4 + 8 + 8 + 4 + 8),
                      elementwise("cross_entropy.bwd", tokens, vocab_per_gpu, 8.0 + 6)};
   ce.backward.pass = OpPass::backward_input;

@@ -142,18 +142,21 @@ std::vector<ComputeOp> backward_ops(const std::vector<ComputeOp>& forward);
 /// over tensor_parallel.
 ComputeOp encoder_projection_op(const ModelSpec& m, int microbatch, int tensor_parallel);
 
-/// The logit GEMM on one GPU, vocabulary split over tensor_parallel (cross-entropy: cross_entropy_ops).
-ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel);
+/// The logit GEMM on one GPU, vocabulary split over tensor_parallel (cross-entropy: cross_entropy_ops),
+/// over the 1/context_parallel of each sequence's tokens this GPU holds: under context parallelism
+/// the output layer and the loss see only the rank's own tokens, as every layer before them.
+ComputeOp logits_forward_op(const ModelSpec& m, int microbatch, int tensor_parallel, int context_parallel = 1);
 
 /// Megatron's vocabulary-parallel cross-entropy on one GPU, over the microbatch's logits (the
 /// vocabulary split over tensor_parallel). Forward: the 16-bit logits cast to fp32 (6 B per logit),
 /// their max (4), the max subtracted (8), exponentiated (8), summed (4) and divided into the softmax
 /// it keeps (8), 38 B; backward: the kept softmax scaled by the loss gradient (8) and cast back to
-/// 16 bits (6), 14 B. Its three all-reduces of one float per token are the caller's.
+/// 16 bits (6), 14 B. Its three all-reduces of one float per token are the caller's. Like the
+/// logits, it sees 1/context_parallel of each sequence.
 struct CrossEntropyOps {
   ComputeOp forward, backward;
 };
-CrossEntropyOps cross_entropy_ops(const ModelSpec& m, int microbatch, int tensor_parallel);
+CrossEntropyOps cross_entropy_ops(const ModelSpec& m, int microbatch, int tensor_parallel, int context_parallel = 1);
 
 /// Accumulating one microbatch's weight gradients into the gradient buffer outside the GEMM, as
 /// Megatron-LM's DDP hook does (main_grad.add_(grad)) when gradient accumulation is not fused into

@@ -152,9 +152,9 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   auto timed = [&](const ComputeOp& op, const std::string& label) {
     return Segment{SegmentKind::compute, label, op_time(s.gpu, s.precision, op, kernels), Op::all_reduce, 0};
   };
-  const ComputeOp logits = logits_forward_op(s.model, s.microbatch, t);
+  const ComputeOp logits = logits_forward_op(s.model, s.microbatch, t, layout.cp);
   const std::vector<ComputeOp> logits_bwd = backward_ops({logits});
-  const CrossEntropyOps loss = cross_entropy_ops(s.model, s.microbatch, t);
+  const CrossEntropyOps loss = cross_entropy_ops(s.model, s.microbatch, t, layout.cp);
   // The vocabulary-parallel embedding and output layer's TP collectives (Megatron's
   // VocabParallelEmbedding and parallel_lm_logits): the embedding's partial outputs are reduced
   // (reduce-scattered under SP); under SP the output layer gathers its input, and its input gradient

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "topologies/user_error.hpp"
+#include "workloads/stage_split.hpp"
 
 namespace clustersim {
 
@@ -20,7 +21,8 @@ const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
     "precision", "recompute", "attention", "moe"};
 const std::initializer_list<const char*> kParallelFields = {
-    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
+    "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
+    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 
 std::string join(const std::vector<std::string>& items) {
@@ -166,7 +168,7 @@ void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
   if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
     f.child("cp").fail("expected 2 x cp (" + std::to_string(2 * l.cp) + ") to divide the sequence length " +
                        std::to_string(m.seq_len) + model + ": balanced causal sharding cuts it into 2 x cp chunks");
-  if (!f.find("stage_layers") && s.first_language_stage() == 0 && m.layers % l.pp != 0)
+  if (!stage_split_given(f) && s.first_language_stage() == 0 && m.layers % l.pp != 0)
     f.child("pp").fail("expected a divisor of the " + std::to_string(m.layers) + " layers" + model);
   if (m.heads % l.tp != 0)
     f.child("tp").fail("expected a divisor of the " + std::to_string(m.heads) + " attention heads" + model);
@@ -216,37 +218,7 @@ void read_schedule(const YamlField& f, const YamlField& parallel, ScenarioSpec& 
   if (encoder_stages > 0 && stages < 2)
     f.fail("an encoder with placement own_stage needs at least 2 model stages; " + s.schedule_name + " has " +
            std::to_string(stages));
-  if (auto listed = parallel.find("stage_layers")) {
-    const std::vector<long> counts = listed->as_integer_list();
-    long sum = 0;
-    for (std::size_t k = 0; k < counts.size(); ++k) {
-      if (k < std::size_t(encoder_stages) && counts[k] != 0)
-        listed->fail("expected 0 language-model layers on stage 0: the encoder has it to itself (placement own_stage)");
-      if (k >= std::size_t(encoder_stages) && counts[k] < 1)
-        listed->fail("expected a positive layer count for every model stage");
-      sum += counts[k];
-    }
-    if (counts.size() != static_cast<std::size_t>(stages) || sum != s.model.layers)
-      listed->fail("expected " + std::to_string(stages) + " layer counts (the model stages of " + s.schedule_name +
-                   ") adding up to the " + std::to_string(s.model.layers) + " layers of " + s.model.name + "; got " +
-                   std::to_string(counts.size()) + " adding up to " + std::to_string(sum));
-    s.stage_layers.assign(counts.begin(), counts.end());
-    return;
-  }
-  const int language_stages = stages - encoder_stages;
-  s.stage_layers.assign(stages, s.model.layers / std::max(language_stages, 1));
-  std::fill_n(s.stage_layers.begin(), encoder_stages, 0);
-  if (encoder_stages > 0 && s.model.layers % language_stages != 0)
-    parallel.child("pp").fail("expected the " + std::to_string(language_stages) + " model stages after the encoder's to divide the " +
-                              std::to_string(s.model.layers) + " layers of " + s.model.name + " (" + s.model.file +
-                              "), or a stage_layers list starting with 0");
-  if (s.model.layers % stages != 0 && encoder_stages == 0) {
-    const std::string layers = " to divide the " + std::to_string(s.model.layers) + " layers of " + s.model.name + " (" + s.model.file + ")";
-    if (s.schedule->chunks_required() > 0 && !chunks_given)
-      f.fail(s.schedule_name + " splits the model into " + std::to_string(stages) + " stages (pp " +
-             std::to_string(shape.stages) + ", " + std::to_string(shape.chunks) + " chunks per rank); expected that" + layers);
-    parallel.child("virtual_stages").fail("expected pp x virtual_stages (" + product(shape.stages, shape.chunks) + ")" + layers);
-  }
+  s.stage_layers = split_stage_layers(parallel, f, s);
 }
 
 /// Expert parallelism and routing against the model and the layout.

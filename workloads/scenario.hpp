@@ -39,7 +39,7 @@ struct ScenarioSpec {
   int virtual_stages = 1;        // v: model chunks per pipeline rank
   int ep = 1;                    // expert parallelism, carved out of dp: experts split over ep ranks
   bool cp_all_gather = false;    // context parallelism by all-gathering K and V (Llama 3), not a ring
-  std::vector<int> stage_layers; // layers per model stage, in order; even unless the scenario lists them
+  std::vector<int> stage_layers; // layers per model stage, in order (stage_split.hpp); 0 only on the first or last
   MoeRunSpec moe;
   bool sequence_parallel = false;
   bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP
@@ -95,7 +95,7 @@ struct ScenarioSpec {
 
 /// Reads, overrides and validates a scenario. Each of these is a UserError at the field to change:
 /// gpus above the cluster's; tp x pp x dp != gpus (at parallel); layers not divisible by pp, or by
-/// pp x virtual_stages; heads not divisible by tp; kv_heads neither a multiple nor a divisor of tp
+/// pp x virtual_stages, or an impossible uneven split (stage_split.hpp); heads not divisible by tp; kv_heads neither a multiple nor a divisor of tp
 /// (tp > kv_heads is fine when each KV head is replicated on tp / kv_heads ranks, as Megatron-Core
 /// does for GQA); global_batch not a multiple of microbatch x dp; a schedule that is unknown or
 /// cannot run the shape (its not_applicable reason); a precision the GPU lacks; a cluster or model
