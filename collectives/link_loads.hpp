@@ -1,0 +1,40 @@
+#pragma once
+// Transfers that all start together (an all-to-all), summed per directed link: one flow per loaded
+// link carrying the exact bytes routed over it, which runs alone on that link.
+//
+// Why this is the same all-to-all: when every transfer starts at once and each link's fair share
+// keeps it busy until its last byte (work conservation), the collective ends when its most loaded
+// link drains, load / bandwidth, whatever the sharing in between; max-min gives that exactly for
+// equal sizes (the first link to saturate holds its flows at its share to the end, and no share
+// ever falls below that), and test_all_to_all_scale checks uniform and skewed routing against the
+// per-pair flows within 1%. Why it is needed: n^2 concurrent flows cost SimGrid's solver
+// O(flows x links) per completion (46 s for 128 GPUs); the links of a 4096-GPU fabric are ~50K.
+// What it gives up: per-pair finish times, and sharing with traffic outside the collective (a link
+// flow competes as one flow, not as the k transfers it sums), so use it for collectives timed alone.
+#include <vector>
+
+#include "collectives/flow.hpp"
+
+namespace clustersim {
+
+class LinkLoads {
+ public:
+  explicit LinkLoads(const Cluster& cluster);
+  /// A transfer with no predecessors; a link it lists twice carries its bytes twice.
+  void add(const Flow& transfer);
+  /// One flow per loaded link, in link order (deterministic); each pays the largest latency among
+  /// its transfers, so a latency-bound collective keeps its slowest transfer's latency.
+  FlowGraph flows() const;
+  std::size_t transfers() const { return transfers_; }
+
+ private:
+  struct Load {
+    Bytes bytes = 0;
+    Seconds latency_s = 0;
+    int src_gpu = -1, dst_gpu = -1;  // the first transfer's: SimGrid wants two hosts per flow
+  };
+  std::vector<Load> loads_;  // [LinkDir]
+  std::size_t transfers_ = 0;
+};
+
+}  // namespace clustersim
