@@ -1,6 +1,7 @@
 #pragma once
-// Transfers that all start together (an all-to-all), summed per directed link: one flow per loaded
-// link carrying the exact bytes routed over it, which runs alone on that link.
+// Transfers that all start together (an all-to-all), summed per directed link: a flow per loaded
+// link carrying the exact bytes routed over it, which runs alone on that link (links that would
+// drain at the same instant share one flow).
 //
 // Why this is the same all-to-all: when every transfer starts at once and each link's fair share
 // keeps it busy until its last byte (work conservation), the collective ends when its most loaded
@@ -21,9 +22,10 @@ class LinkLoads {
  public:
   explicit LinkLoads(const Cluster& cluster);
   /// A transfer with no predecessors; a link it lists twice carries its bytes twice.
-  void add(const Flow& transfer);
-  /// One flow per loaded link, in link order (deterministic); each pays the largest latency among
-  /// its transfers, so a latency-bound collective keeps its slowest transfer's latency.
+  void add(int src_gpu, int dst_gpu, const std::vector<LinkDir>& links, Bytes size_bytes, Seconds latency_s);
+  /// A flow per loaded link, or per set of links that drain together (same bytes, latency and
+  /// bandwidth, at most kMaxHopsPerFlow of them), in a deterministic order. A link pays the largest
+  /// latency among its transfers, so a latency-bound collective keeps its slowest transfer's latency.
   FlowGraph flows() const;
   std::size_t transfers() const { return transfers_; }
 
@@ -33,6 +35,7 @@ class LinkLoads {
     Seconds latency_s = 0;
     int src_gpu = -1, dst_gpu = -1;  // the first transfer's: SimGrid wants two hosts per flow
   };
+  const Cluster& cluster_;
   std::vector<Load> loads_;  // [LinkDir]
   std::size_t transfers_ = 0;
 };

@@ -131,3 +131,23 @@ TEST_CASE("DeepEP's node-limited skewed dispatch summed per link takes the per-p
   check_within_one_percent({per_pair_s, per_link_s});
 }
 
+
+TEST_CASE("SimGrid splits a saturated link between two flows in inverse proportion to their latencies") {
+  // CM02 sets a flow's sharing penalty to its latency (weight-S 0 adds nothing) and max-min gives
+  // each flow (fair share) / penalty: why per-pair and per-link all-to-alls agree exactly only
+  // when their transfers share latencies, and within a fraction of a percent here.
+  const Cluster& cluster = test::shipped_cluster(kRails);
+  const Router router(cluster);
+  FabricEngine engine(cluster, SolverUpdates::full);
+  const LinkId link = cluster.gpu_switch_link[0];
+  const double bw = cluster.effective_bandwidth_Bps(link), size = 1e9, a = 1e-6, b = 3e-6;
+  FlowGraph graph;
+  for (Seconds latency : {a, b}) graph.add(Flow{0, 1, {forward(link)}, static_cast<Bytes>(size), latency, {}});
+  const std::vector<Seconds> finish = engine.run(graph);
+  // Alone from a to b; then shares b / (a + b) and a / (a + b) until the first ends; then the other alone.
+  const double first_rate = bw * b / (a + b);
+  const Seconds first_s = b + (size - bw * (b - a)) / first_rate;
+  const Seconds second_s = first_s + (size - bw * a / (a + b) * (first_s - b)) / bw;
+  CHECK(finish[0] == Approx(first_s).epsilon(1e-6));
+  CHECK(finish[1] == Approx(second_s).epsilon(1e-6));
+}
