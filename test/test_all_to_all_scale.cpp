@@ -64,6 +64,16 @@ Times both_ways(const Cluster& cluster, const Matrix& bytes, const Protocol& pro
   return {makespan(engine.run(pairs)), makespan(engine.run(links))};
 }
 
+/// `clustersim bench <args>` fails as every user error does: exit 2, one line naming where and what.
+void expect_bench_error(const std::string& args, const std::string& prefix, const std::string& expected) {
+  const test::CliResult r = test::run_cli("bench " + args);
+  INFO("stderr: " << r.stderr_text);
+  CHECK(r.exit_code == 2);
+  CHECK(r.stdout_text.empty());
+  CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
+  CHECK_THAT(r.stderr_text, Catch::Matchers::StartsWith("error: " + prefix) && Catch::Matchers::Contains(expected));
+}
+
 void check_within_one_percent(const Times& t) {
   INFO("per pair " << t.per_pair_s * 1e3 << " ms, per link " << t.per_link_s * 1e3 << " ms");
   CHECK(test::relative_error(t.per_link_s, t.per_pair_s) < 0.01);
@@ -150,4 +160,14 @@ TEST_CASE("SimGrid splits a saturated link between two flows in inverse proporti
   const Seconds second_s = first_s + (size - bw * a / (a + b) * (first_s - b)) / bw;
   CHECK(finish[0] == Approx(first_s).epsilon(1e-6));
   CHECK(finish[1] == Approx(second_s).epsilon(1e-6));
+}
+
+TEST_CASE("bench --all-to-all rejects a traffic it does not know, an all-reduce algorithm and PXN without rails") {
+  const std::string rails = test::source_path(kRails), fat_tree = test::source_path(kFatTree);
+  expect_bench_error("--all-to-all --cluster " + rails + " --gpus 16 --routing zipf", "command line: --routing: ",
+                     "expected uniform or skewed, got 'zipf'");
+  expect_bench_error("--all-to-all --cluster " + rails + " --gpus 16 --algo ring", "command line: --algo: ",
+                     "expected an all-to-all algorithm: direct or pxn");
+  expect_bench_error("--all-to-all --cluster " + fat_tree + " --gpus 16 --algo pxn", fat_tree + ": --algo: ",
+                     "pxn needs a rail-optimized fabric; fat_tree has no rails");
 }
