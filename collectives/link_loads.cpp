@@ -11,7 +11,6 @@ namespace clustersim {
 LinkLoads::LinkLoads(const Cluster& cluster) : cluster_(cluster), loads_(2 * cluster.links.size()) {}
 
 void LinkLoads::add(int src_gpu, int dst_gpu, const std::vector<LinkDir>& links, Bytes size_bytes, Seconds latency_s) {
-  ++transfers_;
   for (LinkDir d : links) {
     Load& l = loads_[static_cast<std::size_t>(d)];
     if (l.src_gpu < 0) {

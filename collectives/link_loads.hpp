@@ -27,7 +27,6 @@ class LinkLoads {
   /// bandwidth, at most kMaxHopsPerFlow of them), in a deterministic order. A link pays the largest
   /// latency among its transfers, so a latency-bound collective keeps its slowest transfer's latency.
   FlowGraph flows() const;
-  std::size_t transfers() const { return transfers_; }
 
  private:
   struct Load {
@@ -37,7 +36,6 @@ class LinkLoads {
   };
   const Cluster& cluster_;
   std::vector<Load> loads_;  // [LinkDir]
-  std::size_t transfers_ = 0;
 };
 
 }  // namespace clustersim
