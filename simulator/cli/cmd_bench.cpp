@@ -215,7 +215,8 @@ void add_bench_command(CLI::App& app) {
       for (const std::string& routing : o->routings) {
         const Measurement m = measure_in_child(*o, g, size, routing);
         const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(op, g);
-        std::cout << fmt::format("  {:>6} {:>8} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>8.3f} {:>10.1f} {:>14.3f} {:>12.1f}\n",
+        std::cout << fmt::format("  {:>6} {:>8} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>8.3f} {:>10.1f} {:>14.3f} "
+                                 "{:>12.1f}\n",
                                  g, routing, m.flows, m.link_hops, m.setup_s, m.median_s, m.median_cpu_s,
                                  m.peak_rss_kib / 1024.0, m.simulated_s * 1e3, busbw);
       }
