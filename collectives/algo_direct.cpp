@@ -29,14 +29,10 @@ class Direct final : public Algorithm {
     FlowGraph graph;
     const int n = static_cast<int>(req.ranks.size());
     if (n < 2) return graph;
-    if (req.op == Op::all_to_all) {
-      // nccl-tests' all-to-all size is each rank's send buffer; every peer gets 1/n of it.
-      const double per_pair = static_cast<double>(req.size_bytes) / n;
-      for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j)
-          if (i != j) graph.add(pair_flow(router, req, req.ranks[i], req.ranks[j], 0, per_pair));
-      return graph;
-    }
+    // nccl-tests' all-to-all size is each rank's send buffer; every peer gets 1/n of it. Its n^2
+    // transfers are summed per link: the same time, and it scales to thousands of GPUs.
+    if (req.op == Op::all_to_all)
+      return lower_uniform_all_to_all(router, req.ranks, static_cast<double>(req.size_bytes) / n, req.protocol, pxn_);
     const double per_channel = static_cast<double>(req.size_bytes) / req.channels;
     for (int i = 0; i < n; ++i)
       for (int c = 0; c < req.channels; ++c)

@@ -2,51 +2,107 @@
 
 #include <cassert>
 
+#include "collectives/link_loads.hpp"
 #include "collectives/pipeline.hpp"
 
 namespace clustersim {
 
+namespace {
+
+bool crosses_network(const Cluster& c, int src, int dst) { return c.node_of_gpu(src) != c.node_of_gpu(dst); }
+
+/// One transfer's links and their latency, appended to `r`, which an all-to-all reuses for its n^2
+/// transfers (a fresh route each would be most of the lowering's time at 4096 GPUs).
+void route_transfer(const Router& router, int src, int dst, bool pxn, std::uint64_t hash, Route& r) {
+  const Cluster& c = router.cluster();
+  if (!crosses_network(c, src, dst)) return router.append_scale_up(src, dst, r);
+  const int dst_nic = c.nic_of_gpu(dst);
+  int src_nic = c.nic_of_gpu(src);
+  if (pxn) {
+    src_nic = c.node_of_gpu(src) * c.nics_per_node() + c.rail_of_nic(dst_nic);
+    router.append_scale_up(src, c.gpu_of_nic(src_nic), r);
+  }
+  // As Router::route_between_nics: PCIe to the NIC, the fabric, PCIe from the NIC.
+  r.append(c, forward(c.nic_pcie_link[src_nic]));
+  router.append_network(src_nic, dst_nic, hash, r);
+  r.append(c, backward(c.nic_pcie_link[dst_nic]));
+}
+
+Seconds transfer_latency(bool network, const Route& r, const Protocol& protocol) {
+  return protocol.base_latency(AlgoFamily::ring) + r.latency_s +
+         (network ? protocol.hop_latency_network_s : protocol.hop_latency_nvlink_s);
+}
+
+}  // namespace
+
 Flow point_to_point_flow(const Router& router, int src, int dst, double data_bytes, const Protocol& protocol, bool pxn,
                          std::uint64_t hash) {
-  const Cluster& c = router.cluster();
   Route r;
-  const bool network = c.node_of_gpu(src) != c.node_of_gpu(dst);
-  if (!network) {
-    router.append_scale_up(src, dst, r);
-  } else if (pxn) {
-    const int dst_nic = c.nic_of_gpu(dst);
-    const int proxy_nic = c.node_of_gpu(src) * c.nics_per_node() + c.rail_of_nic(dst_nic);
-    router.append_scale_up(src, c.gpu_of_nic(proxy_nic), r);
-    r.append(router.route_between_nics(proxy_nic, dst_nic, hash));
-  } else {
-    r = router.route(src, dst, hash);
-  }
+  route_transfer(router, src, dst, pxn, hash, r);
   Flow f;
   f.src_gpu = src;
   f.dst_gpu = dst;
+  f.latency_s = transfer_latency(crosses_network(router.cluster(), src, dst), r, protocol);
   f.links = std::move(r.links);
   f.size_bytes = wire_bytes(data_bytes, protocol);
-  f.latency_s = protocol.base_latency(AlgoFamily::ring) + r.latency_s +
-                (network ? protocol.hop_latency_network_s : protocol.hop_latency_nvlink_s);
   return f;
 }
 
+namespace {
+
+/// Routes an all-to-all's transfers into flows of their own or sums them per link.
+class Transfers {
+ public:
+  Transfers(const Router& router, const Protocol& protocol, AllToAllFlows flows)
+      : router_(router), protocol_(protocol), per_link_(flows == AllToAllFlows::per_link), loads_(router.cluster()) {}
+
+  void add(int src, int dst, double data_bytes, bool pxn, std::uint64_t hash) {
+    if (!per_link_) return void(graph_.add(point_to_point_flow(router_, src, dst, data_bytes, protocol_, pxn, hash)));
+    route_.links.clear();
+    route_.latency_s = 0;
+    route_transfer(router_, src, dst, pxn, hash, route_);
+    loads_.add(src, dst, route_.links, wire_bytes(data_bytes, protocol_),
+               transfer_latency(crosses_network(router_.cluster(), src, dst), route_, protocol_));
+  }
+  FlowGraph take() { return per_link_ ? loads_.flows() : std::move(graph_); }
+
+ private:
+  const Router& router_;
+  const Protocol& protocol_;
+  bool per_link_;
+  LinkLoads loads_;
+  FlowGraph graph_;
+  Route route_;
+};
+
+}  // namespace
+
 FlowGraph lower_all_to_all_v(const Router& router, const std::vector<int>& gpus,
-                             const std::vector<std::vector<double>>& bytes, const Protocol& protocol, bool pxn) {
+                             const std::vector<std::vector<double>>& bytes, const Protocol& protocol, bool pxn,
+                             AllToAllFlows flows) {
   assert(bytes.size() == gpus.size() && "one row of sizes per rank");
-  FlowGraph graph;
+  Transfers out(router, protocol, flows);
   for (std::size_t i = 0; i < gpus.size(); ++i)
     for (std::size_t j = 0; j < gpus.size(); ++j)
-      if (i != j && bytes[i][j] > 0)
-        graph.add(point_to_point_flow(router, gpus[i], gpus[j], bytes[i][j], protocol, pxn, flow_hash(gpus[i], gpus[j], 0)));
-  return graph;
+      if (i != j && bytes[i][j] > 0) out.add(gpus[i], gpus[j], bytes[i][j], pxn, flow_hash(gpus[i], gpus[j], 0));
+  return out.take();
+}
+
+FlowGraph lower_uniform_all_to_all(const Router& router, const std::vector<int>& gpus, double pair_bytes,
+                                   const Protocol& protocol, bool pxn, AllToAllFlows flows) {
+  Transfers out(router, protocol, flows);
+  for (int src : gpus)
+    for (int dst : gpus)
+      if (src != dst) out.add(src, dst, pair_bytes, pxn, flow_hash(src, dst, 0));
+  return out.take();
 }
 
 FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<int>& gpus, int per_node,
                                         const std::vector<std::vector<double>>& network_bytes,
-                                        const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol) {
+                                        const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol,
+                                        AllToAllFlows flows) {
   assert(per_node > 0 && gpus.size() % per_node == 0 && "ranks fill whole nodes");
-  FlowGraph graph;
+  Transfers graph(router, protocol, flows);
   const std::size_t n = gpus.size(), nodes = n / per_node;
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t home = i / per_node, lane = i % per_node;
@@ -54,14 +110,13 @@ FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<
       if (node != home && network_bytes[i][node] > 0) {
         // To the GPU of the same local index - the same rail - in the destination node.
         const int dst = gpus[node * per_node + lane];
-        graph.add(point_to_point_flow(router, gpus[i], dst, network_bytes[i][node], protocol, false,
-                                      flow_hash(gpus[i], dst, 0)));
+        graph.add(gpus[i], dst, network_bytes[i][node], false, flow_hash(gpus[i], dst, 0));
       }
     for (std::size_t j = 0; j < n; ++j)
       if (j != i && j / per_node == home && nvlink_bytes[i][j] > 0)
-        graph.add(point_to_point_flow(router, gpus[i], gpus[j], nvlink_bytes[i][j], protocol, false, 0));
+        graph.add(gpus[i], gpus[j], nvlink_bytes[i][j], false, 0);
   }
-  return graph;
+  return graph.take();
 }
 
 }  // namespace clustersim

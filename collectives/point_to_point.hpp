@@ -14,9 +14,19 @@ namespace clustersim {
 Flow point_to_point_flow(const Router& router, int src_gpu, int dst_gpu, double data_bytes, const Protocol& protocol,
                          bool pxn, std::uint64_t hash);
 
-/// bytes[i][j] from gpus[i] to gpus[j]; the diagonal stays on the GPU. One flow per nonzero pair.
+/// How an all-to-all's transfers become flows: one per (sender, receiver) pair, or summed per
+/// directed link (collectives/link_loads.hpp: the same time within 1%, ~n^2 / links times fewer
+/// flows). Per link suits an all-to-all timed alone on the fabric, as the sweep and MoE layers do.
+enum class AllToAllFlows { per_pair, per_link };
+
+/// bytes[i][j] from gpus[i] to gpus[j]; the diagonal stays on the GPU. One transfer per nonzero pair.
 FlowGraph lower_all_to_all_v(const Router& router, const std::vector<int>& gpus,
-                             const std::vector<std::vector<double>>& bytes, const Protocol& protocol, bool pxn);
+                             const std::vector<std::vector<double>>& bytes, const Protocol& protocol, bool pxn,
+                             AllToAllFlows flows = AllToAllFlows::per_link);
+
+/// nccl-tests' all-to-all: every rank sends `pair_bytes` to every other, without an n x n matrix.
+FlowGraph lower_uniform_all_to_all(const Router& router, const std::vector<int>& gpus, double pair_bytes,
+                                   const Protocol& protocol, bool pxn, AllToAllFlows flows = AllToAllFlows::per_link);
 
 /// DeepEP's node-limited dispatch (and, reversed, combine): a token bound for several GPUs of one
 /// remote node crosses the network once, to the GPU on the sender's rail in that node, which forwards
@@ -26,6 +36,7 @@ FlowGraph lower_all_to_all_v(const Router& router, const std::vector<int>& gpus,
 /// pipeline), each flow paying its own latency.
 FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<int>& gpus, int per_node,
                                         const std::vector<std::vector<double>>& network_bytes,
-                                        const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol);
+                                        const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol,
+                                        AllToAllFlows flows = AllToAllFlows::per_link);
 
 }  // namespace clustersim

@@ -90,7 +90,7 @@ struct FabricEngine::Impl {
   }
 };
 
-FabricEngine::FabricEngine(const Cluster& cluster) : impl_(std::make_unique<Impl>()) {
+FabricEngine::FabricEngine(const Cluster& cluster, SolverUpdates updates) : impl_(std::make_unique<Impl>()) {
   if (g_engine_exists) throw std::logic_error("SimGrid holds one platform per process; a FabricEngine exists already");
   g_engine_exists = true;
   static int argc = 1;
@@ -106,6 +106,7 @@ FabricEngine::FabricEngine(const Cluster& cluster) : impl_(std::make_unique<Impl
   impl_->engine->set_config("network/weight-S:0");
   impl_->engine->set_config("network/TCP-gamma:0");
   impl_->engine->set_config("network/crosstraffic:0");
+  if (updates == SolverUpdates::full) impl_->engine->set_config("network/optim:Full");
 
   auto* zone = new FlowRoutedZone(cluster.spec.name.empty() ? "cluster" : cluster.spec.name);
   impl_->zone = zone;

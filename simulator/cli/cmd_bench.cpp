@@ -1,6 +1,7 @@
-// `clustersim bench`: how fast the engine simulates one large ring all-reduce, per GPU count.
-// Each case runs in a forked child so its peak memory is its own (SimGrid also allows one platform
-// per process). Times are medians over --repeat runs of lowering + simulation.
+// `clustersim bench`: how fast the engine simulates one large ring all-reduce, or with --all-to-all
+// one all-to-all (uniform and skewed), per GPU count. Each case runs in a forked child so its peak
+// memory is its own (SimGrid also allows one platform per process). Times are medians over --repeat
+// runs of lowering + simulation.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -10,10 +11,12 @@
 #include <sstream>
 
 #include "collectives/collective.hpp"
+#include "collectives/point_to_point.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
+#include "workloads/moe_routing.hpp"
 
 namespace clustersim::cli {
 
@@ -23,14 +26,18 @@ struct BenchOptions {
   std::vector<std::string> scenarios;
   std::string cluster = "scenarios/clusters/dgx-h100-superpod-16k.yaml";
   std::vector<int> gpus{256, 1024, 4096};
-  std::string size = "1G";
-  std::string algo = "ring";
+  std::string size;  // 1G all-reduce, 64M all-to-all
+  std::string algo;  // ring all-reduce, direct all-to-all
   int repeat = 5;
+  bool all_to_all = false;
+  std::vector<std::string> routings{"uniform", "skewed"};
+  bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
 };
 
 struct Measurement {
   double setup_s = 0;     // cluster graph + SimGrid platform
-  double median_s = 0;    // lowering + simulation
+  double median_s = 0;    // lowering + simulation, wall clock
+  double median_cpu_s = 0;  // the same, CPU time: what one core spends, whatever else the machine runs
   double simulated_s = 0;
   long peak_rss_kib = 0;
   std::size_t flows = 0;
@@ -41,7 +48,37 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-Measurement measure(const BenchOptions& o, int gpus, Bytes size) {
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+/// A skewed all-to-all as an MoE dispatch makes it: one expert a rank, top-8, expert 0 (on rank 0)
+/// taking 4x the mean load (workloads/moe_routing.hpp), each rank's row scaled to send `size` bytes
+/// on average, as nccl-tests' size is a rank's send buffer.
+std::vector<std::vector<double>> skewed_bytes(int gpus, Bytes size) {
+  MoeRoutingSpec spec;
+  spec.tokens_per_rank = 4096;
+  spec.routed_experts = gpus;
+  spec.top_k = 8;
+  spec.ep = gpus;
+  spec.model = RoutingModel::skewed;
+  spec.hot_factor = 4;
+  std::vector<std::vector<double>> bytes = std::move(route_moe_layer(spec).token_copies);
+  const double per_copy = static_cast<double>(size) / (static_cast<double>(spec.tokens_per_rank) * spec.top_k);
+  for (auto& row : bytes)
+    for (double& b : row) b *= per_copy;
+  return bytes;
+}
+
+Measurement measure(const BenchOptions& o, int gpus, Bytes size, const std::string& routing) {
   Measurement m;
   auto t0 = std::chrono::steady_clock::now();
   const Cluster cluster = load_cluster(o.cluster);
@@ -49,38 +86,50 @@ Measurement measure(const BenchOptions& o, int gpus, Bytes size) {
   FabricEngine engine(cluster);
   m.setup_s = seconds_since(t0);
   CollectiveRequest req;
-  req.op = Op::all_reduce;
+  req.op = o.all_to_all ? Op::all_to_all : Op::all_reduce;
   for (int g = 0; g < gpus; ++g) req.ranks.push_back(g);
   req.size_bytes = size;
   req.channels = 2 * cluster.nics_per_node();
   req.protocol = *find_protocol("Simple");
   const Algorithm* algorithm = find_algorithm(o.algo);
-  std::vector<double> walls;
+  const bool pxn = o.algo == "pxn";
+  const AllToAllFlows flows = o.per_pair ? AllToAllFlows::per_pair : AllToAllFlows::per_link;
+  std::vector<std::vector<double>> skewed;
+  if (o.all_to_all && routing == "skewed") skewed = skewed_bytes(gpus, size);
+  auto lower = [&] {
+    if (!o.all_to_all) return algorithm->lower(router, req);
+    if (routing == "skewed") return lower_all_to_all_v(router, req.ranks, skewed, req.protocol, pxn, flows);
+    return lower_uniform_all_to_all(router, req.ranks, static_cast<double>(size) / gpus, req.protocol, pxn, flows);
+  };
+  std::vector<double> walls, cpus;
   for (int r = 0; r < o.repeat; ++r) {
     t0 = std::chrono::steady_clock::now();
-    const FlowGraph graph = algorithm->lower(router, req);
+    const double cpu0 = cpu_seconds();
+    const FlowGraph graph = lower();
     m.simulated_s = makespan(engine.run(graph));
     walls.push_back(seconds_since(t0));
+    cpus.push_back(cpu_seconds() - cpu0);
     m.flows = graph.flows.size();
     m.link_hops = 0;
     for (const Flow& f : graph.flows) m.link_hops += f.links.size();
   }
-  std::sort(walls.begin(), walls.end());
-  m.median_s = walls[walls.size() / 2];
+  m.median_s = median(walls);
+  m.median_cpu_s = median(cpus);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   m.peak_rss_kib = usage.ru_maxrss;
   return m;
 }
 
-Measurement measure_in_child(const BenchOptions& o, int gpus, Bytes size) {
+Measurement measure_in_child(const BenchOptions& o, int gpus, Bytes size, const std::string& routing) {
   const std::string text = run_in_child([&] {
-    const Measurement m = measure(o, gpus, size);
-    return fmt::format("{} {} {} {} {} {}\n", m.setup_s, m.median_s, m.simulated_s, m.peak_rss_kib, m.flows,
-                       m.link_hops);
+    const Measurement m = measure(o, gpus, size, routing);
+    return fmt::format("{} {} {} {} {} {} {}\n", m.setup_s, m.median_s, m.median_cpu_s, m.simulated_s, m.peak_rss_kib,
+                       m.flows, m.link_hops);
   });
   Measurement m;
-  std::istringstream(text) >> m.setup_s >> m.median_s >> m.simulated_s >> m.peak_rss_kib >> m.flows >> m.link_hops;
+  std::istringstream(text) >> m.setup_s >> m.median_s >> m.median_cpu_s >> m.simulated_s >> m.peak_rss_kib >> m.flows >>
+      m.link_hops;
   return m;
 }
 
@@ -118,32 +167,59 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "engine speed: one large collective per GPU count");
   cmd->add_option("--cluster", o->cluster, "cluster YAML (default: the 16K-GPU H100 SuperPOD)");
   cmd->add_option("--gpus", o->gpus, "GPU counts")->delimiter(',');
-  cmd->add_option("--size", o->size, "all-reduce size (1G)");
-  cmd->add_option("--algo", o->algo, "all-reduce algorithm (ring)");
+  cmd->add_option("--size", o->size, "all-reduce size (1G), or each rank's all-to-all send buffer (64M)");
+  cmd->add_option("--algo", o->algo, "all-reduce algorithm (ring), or all-to-all algorithm (direct)");
   cmd->add_option("--repeat", o->repeat, "runs per case; the median is reported (5)");
+  cmd->add_flag("--all-to-all", o->all_to_all, "time an all-to-all instead of an all-reduce");
+  cmd->add_option("--routing", o->routings, "all-to-all traffic: uniform, skewed (both)")->delimiter(',');
+  cmd->add_flag("--per-pair", o->per_pair, "all-to-all as one flow per pair instead of summed per link");
   cmd->add_option("--scenarios", o->scenarios, "time one training iteration of each scenario instead")->delimiter(',');
   cmd->callback([o] {
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios);
+    const Op op = o->all_to_all ? Op::all_to_all : Op::all_reduce;
+    if (o->size.empty()) o->size = o->all_to_all ? "64M" : "1G";
+    if (o->algo.empty()) o->algo = o->all_to_all ? "direct" : "ring";
     const Bytes size = parse_size(o->size, "--size");
     const Cluster probe = load_cluster(o->cluster);  // validates the file and the GPU counts up front
     for (int g : o->gpus)
       if (g < 2 || g > probe.gpu_count())
         throw UserError(o->cluster, 0, "--gpus", fmt::format("expected 2 to {} GPUs, got {}", probe.gpu_count(), g));
     const Algorithm* a = find_algorithm(o->algo);
-    if (!a || !a->supports(Op::all_reduce))
-      throw UserError("command line", 0, "--algo", "expected an all-reduce algorithm: ring or tree");
-    if (o->repeat < 1) throw UserError("command line", 0, "--repeat", "expected at least 1");
-    std::cout << fmt::format("# clustersim bench: {} all-reduce of {} B on {} ({} GPUs), {} channels, "
-                             "median of {} runs\n",
-                             o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), o->repeat);
-    std::cout << fmt::format("# {:>6} {:>8} {:>10} {:>10} {:>12} {:>10} {:>14} {:>12}\n", "gpus", "flows", "link-hops",
-                             "setup(s)", "simulate(s)", "peak(MiB)", "simulated(ms)", "busbw(GB/s)");
-    for (int g : o->gpus) {
-      const Measurement m = measure_in_child(*o, g, size);
-      const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(Op::all_reduce, g);
-      std::cout << fmt::format("  {:>6} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>10.1f} {:>14.3f} {:>12.1f}\n", g, m.flows,
-                               m.link_hops, m.setup_s, m.median_s, m.peak_rss_kib / 1024.0, m.simulated_s * 1e3, busbw);
+    if (!a || !a->supports(op))
+      throw UserError("command line", 0, "--algo",
+                      o->all_to_all ? "expected an all-to-all algorithm: direct or pxn"
+                                    : "expected an all-reduce algorithm: ring or tree");
+    if (o->all_to_all) {
+      CollectiveRequest probe_request;
+      probe_request.op = op;
+      if (auto why = a->not_applicable(probe, probe_request)) throw UserError(o->cluster, 0, "--algo", *why);
     }
+    for (const std::string& r : o->routings)
+      if (r != "uniform" && r != "skewed")
+        throw UserError("command line", 0, "--routing", "expected uniform or skewed, got '" + r + "'");
+    if (o->repeat < 1) throw UserError("command line", 0, "--repeat", "expected at least 1");
+    if (!o->all_to_all) o->routings = {"uniform"};
+    if (o->all_to_all)
+      std::cout << fmt::format("# clustersim bench: {} all-to-all of {} B a rank on {} ({} GPUs), {}, median of {} "
+                               "runs\n",
+                               o->algo, size, probe.spec.name, probe.gpu_count(),
+                               o->per_pair ? "one flow per pair" : "summed per link", o->repeat);
+    else
+      std::cout << fmt::format("# clustersim bench: {} all-reduce of {} B on {} ({} GPUs), {} channels, "
+                               "median of {} runs\n",
+                               o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), o->repeat);
+    std::cout << fmt::format("# {:>6} {:>8} {:>8} {:>10} {:>10} {:>12} {:>8} {:>10} {:>14} {:>12}\n", "gpus",
+                             "traffic", "flows", "link-hops", "setup(s)", "simulate(s)", "cpu(s)", "peak(MiB)",
+                             "simulated(ms)", "busbw(GB/s)");
+    for (int g : o->gpus)
+      for (const std::string& routing : o->routings) {
+        const Measurement m = measure_in_child(*o, g, size, routing);
+        const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(op, g);
+        std::cout << fmt::format("  {:>6} {:>8} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>8.3f} {:>10.1f} {:>14.3f} "
+                                 "{:>12.1f}\n",
+                                 g, routing, m.flows, m.link_hops, m.setup_s, m.median_s, m.median_cpu_s,
+                                 m.peak_rss_kib / 1024.0, m.simulated_s * 1e3, busbw);
+      }
   });
 }
 
