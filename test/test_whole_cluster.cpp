@@ -171,3 +171,22 @@ TEST_CASE("fold all is an error where the fold is not exact, and fold takes only
   // Where it is exact, all is accepted.
   CHECK(test::cli_json("run " + small_scenario(single_switch_four_nodes()) + " --fold all")["simulated_replicas"] == 1);
 }
+
+TEST_CASE("two TP ranks' data-parallel groups through one uplink halve each other's rate") {
+  // Leaves of radix 9 at 8:1: one uplink each, as fast as a NIC. One group's 16 channels drain 1 GiB
+  // each way through it in G / B after their latency; two groups' in 2G / B, as two jobs on one
+  // leaf would share it.
+  const Cluster cluster = test::cluster_from_yaml(two_leaf_fat_tree(8), "fat-tree-8to1.yaml");
+  const Router router(cluster);
+  FabricEngine engine(cluster);
+  IterationPlan plan = two_replica_plan(1 << 30);
+  plan.dp_groups[0].resize(1);
+  const double bytes_per_s = cluster.effective_bandwidth_Bps(cluster.nic_port_link[0]);
+  const Seconds latency = bottleneck_time(cluster, router, plan) - (1 << 30) / bytes_per_s;
+  const Seconds alone = simulate_iteration(engine, router, plan).iteration_s - 3e-3 - latency;
+  plan.dp_groups = two_replica_plan(1 << 30).dp_groups;
+  plan.dp_groups[0].resize(2);
+  const Seconds shared = simulate_iteration(engine, router, plan).iteration_s - 3e-3 - latency;
+  CHECK(alone == Approx((1 << 30) / bytes_per_s).epsilon(1e-6));
+  CHECK(shared == Approx(2 * alone).epsilon(1e-6));
+}
