@@ -95,13 +95,13 @@ TEST_CASE("a missing required field is reported at the mapping that lacks it") {
 TEST_CASE("a negative bandwidth is rejected") {
   expect_cluster_error({kSuperpod, "bandwidth_Gbps: 400, latency_us: 0.6", "bandwidth_Gbps: -400, latency_us: 0.6",
                         "-400", "node.nics.bandwidth_Gbps"},
-                       "expected a positive number, got '-400'");
+                       "expected a number from 0.001 to 1e+06 Gb/s, got '-400'");
 }
 
 TEST_CASE("a zero bandwidth is rejected") {
   expect_cluster_error({kSuperpod, "bandwidth_GBps: 64", "bandwidth_GBps: 0", "bandwidth_GBps: 0",
                         "node.pcie.bandwidth_GBps"},
-                       "expected a positive number, got '0'");
+                       "expected a number from 0.001 to 1e+06 GB/s, got '0'");
 }
 
 TEST_CASE("a link type not declared under link_types is rejected") {
@@ -112,7 +112,7 @@ TEST_CASE("a link type not declared under link_types is rejected") {
 TEST_CASE("a bandwidth efficiency above 1 is rejected") {
   expect_cluster_error({kSuperpod, "bandwidth_efficiency: 0.94", "bandwidth_efficiency: 1.2", "1.2",
                         "link_types.ndr.bandwidth_efficiency"},
-                       "expected a fraction in (0, 1]");
+                       "expected a number from 0.001 to 1 (a fraction of line rate), got '1.2'");
 }
 
 TEST_CASE("the NICs' GPU list must have one entry per NIC") {
@@ -144,7 +144,7 @@ TEST_CASE("a 2-tier fat-tree with more leaves than its spines can take cannot be
 
 TEST_CASE("a count too large for the simulator is rejected, not wrapped around") {
   expect_cluster_error({kSuperpod, "nodes: 127", "nodes: 4294967423", "4294967423", "fabric.nodes"},
-                       "expected a positive integer up to 2147483647, got 4294967423");
+                       "expected an integer from 1 to 4194304 nodes, got '4294967423'");
 }
 
 TEST_CASE("a cluster beyond the simulator's GPU bound is rejected") {

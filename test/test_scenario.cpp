@@ -247,7 +247,7 @@ TEST_CASE("An unknown schedule name is an error that lists the known ones") {
 TEST_CASE("A model or cluster file that cannot be opened is an error at its field") {
   expect_scenario_error(kGpt, {{"models/gpt3-175b.yaml", "models/gpt-4.yaml"}}, "model:", "model", "cannot open '");
   expect_scenario_error(kGpt, {{"clusters/dgx-a100-superpod.yaml", "clusters/selene.yaml"}}, "cluster:", "cluster",
-                        "clusters/selene.yaml' (paths are relative to the scenario file)");
+                        "clusters/selene.yaml' (no such file; paths are relative to the scenario file)");
 }
 
 TEST_CASE("A cluster GPU missing from the catalog is an error at the cluster's gpu field") {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "collectives/collective.hpp"
@@ -22,10 +23,10 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> scenarios;
   std::string cluster = "scenarios/clusters/dgx-h100-superpod-16k.yaml";
-  std::vector<int> gpus{256, 1024, 4096};
+  std::vector<std::string> gpus{"256", "1024", "4096"};
   std::string size = "1G";
   std::string algo = "ring";
-  int repeat = 5;
+  std::string repeat = "5";
 };
 
 struct Measurement {
@@ -56,7 +57,8 @@ Measurement measure(const BenchOptions& o, int gpus, Bytes size) {
   req.protocol = *find_protocol("Simple");
   const Algorithm* algorithm = find_algorithm(o.algo);
   std::vector<double> walls;
-  for (int r = 0; r < o.repeat; ++r) {
+  const long repeat = parse_integer(o.repeat, "--repeat", 1, 1000);
+  for (long r = 0; r < repeat; ++r) {
     t0 = std::chrono::steady_clock::now();
     const FlowGraph graph = algorithm->lower(router, req);
     m.simulated_s = makespan(engine.run(graph));
@@ -87,7 +89,10 @@ Measurement measure_in_child(const BenchOptions& o, int gpus, Bytes size) {
 /// One training iteration per scenario, each in its own process: wall time (load + plan + simulate)
 /// and peak memory.
 void bench_scenarios(const std::vector<std::string>& scenarios) {
-  for (const std::string& path : scenarios) load_scenario(path);  // bad files fail before any timing
+  for (const std::string& path : scenarios) {  // bad files fail before any timing
+    check_input_path(path, "--scenarios");
+    load_scenario(path);
+  }
   std::cout << fmt::format("# clustersim bench: one training iteration per scenario, each in its own process\n");
   std::cout << fmt::format("# {:<40} {:>6} {:>10} {:>10} {:>14}\n", "scenario", "gpus", "wall(s)", "peak(MiB)",
                            "iteration(s)");
@@ -125,20 +130,26 @@ void add_bench_command(CLI::App& app) {
   cmd->callback([o] {
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios);
     const Bytes size = parse_size(o->size, "--size");
-    const Cluster probe = load_cluster(o->cluster);  // validates the file and the GPU counts up front
-    for (int g : o->gpus)
-      if (g < 2 || g > probe.gpu_count())
-        throw UserError(o->cluster, 0, "--gpus", fmt::format("expected 2 to {} GPUs, got {}", probe.gpu_count(), g));
+    if (size < 1 || size > (Bytes{1} << 40))
+      throw UserError("command line", 0, "--size", "expected a size from 1 byte to 1024G, got '" + o->size + "'");
+    const Cluster probe = load_cluster(o->cluster, "--cluster");  // validates the file and the GPU counts up front
+    std::vector<int> counts;
+    for (const std::string& g : o->gpus) {
+      const long n = parse_integer(g, "--gpus", 1, std::numeric_limits<int>::max());
+      if (n < 2 || n > probe.gpu_count())
+        throw UserError(o->cluster, 0, "--gpus", fmt::format("expected 2 to {} GPUs, got {}", probe.gpu_count(), n));
+      counts.push_back(static_cast<int>(n));
+    }
     const Algorithm* a = find_algorithm(o->algo);
     if (!a || !a->supports(Op::all_reduce))
       throw UserError("command line", 0, "--algo", "expected an all-reduce algorithm: ring or tree");
-    if (o->repeat < 1) throw UserError("command line", 0, "--repeat", "expected at least 1");
+    const long repeat = parse_integer(o->repeat, "--repeat", 1, 1000);
     std::cout << fmt::format("# clustersim bench: {} all-reduce of {} B on {} ({} GPUs), {} channels, "
                              "median of {} runs\n",
-                             o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), o->repeat);
+                             o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), repeat);
     std::cout << fmt::format("# {:>6} {:>8} {:>10} {:>10} {:>12} {:>10} {:>14} {:>12}\n", "gpus", "flows", "link-hops",
                              "setup(s)", "simulate(s)", "peak(MiB)", "simulated(ms)", "busbw(GB/s)");
-    for (int g : o->gpus) {
+    for (int g : counts) {
       const Measurement m = measure_in_child(*o, g, size);
       const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(Op::all_reduce, g);
       std::cout << fmt::format("  {:>6} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>10.1f} {:>14.3f} {:>12.1f}\n", g, m.flows,
