@@ -13,7 +13,8 @@ namespace {
 constexpr double kMinBandwidth = 1e-3, kMaxBandwidth = 1e6;   // GB/s or Gb/s: 1 MB/s to 1 PB/s
 constexpr double kMaxLatency_us = 1e5;                        // 100 ms: a hop across continents
 constexpr double kMinEfficiency = 1e-3;
-constexpr long kMaxGpusPerNode = 1024;                        // NVL576 is the largest scale-up domain
+constexpr long kMaxGpusPerNode = 16384;      // NVL576 is the largest scale-up domain built
+constexpr long kMaxFullMeshGpus = 64;        // a full mesh has n(n-1)/2 links: 8 GPUs in real ones
 constexpr long kMaxRadix = 4096;                              // today's largest switch ASICs: 512 ports
 constexpr double kMaxOversubscription = 1000;
 // A bound far above any real cluster that keeps GPU and link ids well inside an int.
@@ -44,6 +45,9 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
   node.scale_up = up.child("topology").as_choice({"nvswitch", "full_mesh"}) == "nvswitch" ? ScaleUp::nvswitch
                                                                                            : ScaleUp::full_mesh;
   node.scale_up_link = read_link(up, spec, "bandwidth_GBps");
+  if (node.scale_up == ScaleUp::full_mesh && node.gpus > kMaxFullMeshGpus)
+    f.child("gpus").fail("expected at most " + std::to_string(kMaxFullMeshGpus) + " GPUs in a full_mesh node (one link per pair), got " +
+                         std::to_string(node.gpus));
 
   YamlField nics = f.child("nics");
   nics.expect_keys({"count", "link_type", "bandwidth_Gbps", "latency_us", "gpus"});
