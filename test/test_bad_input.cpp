@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "support.hpp"
@@ -233,4 +236,21 @@ TEST_CASE("a Megatron switch that is not a boolean is an error at the field") {
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.stderr_text, Contains(": parallel." + field + ": expected true or false"));
   }
+}
+
+TEST_CASE("validate fails on a row's user error instead of reporting it as not fitting in memory") {
+  // The validation rows on GB200s: the catalog has no GEMM calibration for it, an error that only
+  // planning the iteration finds (in validate's child process), and not an out-of-memory row.
+  namespace fs = std::filesystem;
+  std::string dir = (fs::temp_directory_path() / "clustersim-validate-XXXXXX").string();
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  fs::copy(clustersim::test::source_path("scenarios"), dir, fs::copy_options::recursive);
+  const std::string cluster = dir + "/clusters/dgx-a100-superpod.yaml";
+  std::ofstream(cluster) << clustersim::test::shipped_with("scenarios/clusters/dgx-a100-superpod.yaml",
+                                                          "gpu: A100-SXM-80GB", "gpu: GB200");
+  const std::string catalog = clustersim::test::read_file(dir + "/gpus.yaml");
+  const CliResult r = run_cli("validate --rows " + dir + "/validation/published.yaml --only narayanan-1.7b");
+  require_one_line_error(r, error_prefix(dir + "/gpus.yaml", line_of(catalog, "- name: GB200"), "gpus[5].gemm_efficiency"),
+                         "expected a gemm_efficiency calibration for GB200");
+  fs::remove_all(dir);
 }
