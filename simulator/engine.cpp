@@ -109,7 +109,10 @@ struct FabricEngine::Impl {
   }
 
   void finish_and_release(FlowId id, std::vector<FlowId>& ready) {
-    finish[id] = sg4::Engine::get_clock() - start_clock;
+    // The clock never runs backwards; a difference below zero could only be rounding.
+    const Seconds t = sg4::Engine::get_clock() - start_clock;
+    assert(t > -1e-12 && "a flow finishes after its run started");
+    finish[id] = std::max(t, 0.0);
     for (FlowId next : successors[id])
       if (--waiting_on[next] == 0) ready.push_back(next);
   }
