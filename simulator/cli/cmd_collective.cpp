@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -75,7 +76,7 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
   if (!type) throw UserError("command line", 0, "--dtype", "expected int8, uint8, half, bfloat16, float, int32, double or int64; got '" + o.type + "'");
   spec.type = *type;
   // NCCL opens about two channels per NIC on multi-NIC nodes; it is a knob (--channels).
-  spec.channels = o.channels.empty() ? std::max(2, 2 * cluster.nics_per_node())
+  spec.channels = o.channels.empty() ? static_cast<int>(std::clamp(2L * cluster.nics_per_node(), 2L, kMaxChannels))
                                      : static_cast<int>(parse_integer(o.channels, "--channels", 1, kMaxChannels));
   const double factor = parse_number(o.factor, "-f", 1, 1e6);
   const Bytes lo = parse_size(o.begin, "-b"), hi = parse_size(o.end, "-e");
