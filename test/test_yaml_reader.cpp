@@ -181,6 +181,13 @@ TEST_CASE("a syntax error names the field it is in") {
   CHECK_THAT(e.what(), Contains("malformed YAML"));
 }
 
+TEST_CASE("a syntax error after a bare list dash is still one error with a line") {
+  // Found by `make fuzz`: finding the field path of the error's line ran past a "- " line's end.
+  const UserError e = error_of([] { yaml(std::string("\n - \n\0\0\0\0\0\0\0i; i", 16)); });
+  CHECK(e.line() > 0);
+  CHECK_THAT(e.what(), Contains("malformed YAML"));
+}
+
 TEST_CASE("an input larger than the size bound is refused without reading it whole") {
   const std::string big = clustersim::test::temp_file(std::string(clustersim::kMaxInputBytes + 1, '#'));
   const UserError huge = error_of([&] { YamlField::load_file(big, "--cluster"); });

@@ -129,8 +129,8 @@ std::string field_path_at_line(const std::string& text, int line) {
     std::size_t indent = raw.find_first_not_of(' ');
     if (indent == std::string::npos || raw[indent] == '#') continue;
     std::size_t at = indent;
-    while (raw.compare(at, 2, "- ") == 0) at = raw.find_first_not_of(' ', at + 2);  // list items
-    if (at == std::string::npos) continue;
+    while (at != std::string::npos && raw.compare(at, 2, "- ") == 0) at = raw.find_first_not_of(' ', at + 2);  // list items
+    if (at == std::string::npos) continue;  // a bare "- " line (found by fuzzing: it ran past the end)
     const std::size_t colon = raw.find(':', at);
     const std::string key = colon == std::string::npos ? "" : raw.substr(at, colon - at);
     const bool is_key = !key.empty() && key.find_first_of(" {}[],\"'#") == std::string::npos;
