@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 
-.PHONY: deps build run test bench sanitize clean
+.PHONY: deps build run test bench sanitize fuzz clean
 
 deps:
 	@bash .ci/install-deps
@@ -28,5 +28,19 @@ sanitize: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+# libFuzzer over the loaders for FUZZ_SECONDS (60), seeded with every shipped file under each
+# loader; fails on any crash, sanitizer report, leak or timeout.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCLUSTERSIM_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_loaders
+	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
+	for f in scenarios/clusters/*.yaml; do (printf '\000'; cat $$f) > build-fuzz/corpus/cluster-$$(basename $$f); done
+	for f in scenarios/models/*.yaml; do (printf '\001'; cat $$f) > build-fuzz/corpus/model-$$(basename $$f); done
+	(printf '\002'; cat scenarios/gpus.yaml) > build-fuzz/corpus/catalog.yaml
+	printf '\003gpu,op,dtype,m,n,k,time_us\nH100-SXM,qkv,bf16,2048,4608,12288,1234.5\n' > build-fuzz/corpus/kernels.csv
+	for f in scenarios/*.yaml scenarios/validation/*.yaml; do (printf '\004'; cat $$f) > build-fuzz/corpus/any-$$(basename $$f); done
+	./build-fuzz/fuzz/fuzz_loaders -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 build-fuzz/corpus
+
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -38,6 +38,17 @@ std::optional<Protocol> find_protocol(const std::string& name);
 /// No protocol cost at all: full bandwidth, no latency beyond the links'. For closed-form checks.
 Protocol ideal_protocol();
 
+/// The most transfers an all-to-all may span (n(n-1) of them): each is routed, then summed per
+/// link (link_loads.hpp), so the cost is the routing: 4,096 ranks (16.8M transfers) take about 9 s of
+/// one core, where one engine flow per transfer took 10 s on 128.
+inline constexpr long kMaxAllToAllFlows = 4096L * 4095;
+/// The most ranks an all-to-all may span under kMaxAllToAllFlows.
+constexpr int max_all_to_all_ranks() {
+  int n = 2;
+  while (static_cast<long>(n + 1) * n <= kMaxAllToAllFlows) ++n;
+  return n;
+}
+
 struct CollectiveRequest {
   Op op = Op::all_reduce;
   std::vector<int> ranks;   // rank -> GPU id

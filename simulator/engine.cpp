@@ -5,6 +5,8 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <cassert>
 #include <stdexcept>
 #include <unordered_map>
@@ -34,6 +36,39 @@ class FlowRoutedZone final : public routing::NetZoneImpl {
 };
 
 bool g_engine_exists = false;
+
+/// A flow SimGrid could not time (a NaN or infinite size or latency makes it abort): a bug upstream,
+/// reported with the flow rather than as a SimGrid backtrace.
+void check_flow(const Flow& f, FlowId id, std::size_t hosts, std::size_t flows) {
+  for (FlowId before : f.after)
+    if (before < 0 || static_cast<std::size_t>(before) >= flows)
+      throw std::logic_error("flow " + std::to_string(id) + " waits on flow " + std::to_string(before) + ", not in the graph");
+  const bool ok = f.src_gpu >= 0 && static_cast<std::size_t>(f.src_gpu) < hosts && f.dst_gpu >= 0 &&
+                  static_cast<std::size_t>(f.dst_gpu) < hosts && std::isfinite(f.latency_s) && f.latency_s >= 0 &&
+                  static_cast<double>(f.size_bytes) < 0x1p60;
+  if (!ok)
+    throw std::logic_error("flow " + std::to_string(id) + " (GPU " + std::to_string(f.src_gpu) + " -> GPU " +
+                           std::to_string(f.dst_gpu) + ", " + std::to_string(f.size_bytes) + " B, latency " +
+                           std::to_string(f.latency_s) + " s) cannot be simulated");
+}
+
+/// Flows that never started wait on one another (a dependency cycle): names the first few, with
+/// their ranks and what they wait for, instead of a bare "some flows never ran".
+void report_blocked(const FlowGraph& graph, const std::vector<Seconds>& finish, const std::vector<int>& waiting_on) {
+  std::string blocked;
+  int count = 0;
+  for (FlowId id = 0; id < static_cast<FlowId>(finish.size()); ++id) {
+    if (finish[id] >= 0) continue;
+    if (++count > 5) continue;
+    const Flow& f = graph.flows[id];
+    blocked += (blocked.empty() ? "" : "; ") + std::string("flow ") + std::to_string(id) + " GPU " +
+               std::to_string(f.src_gpu) + " -> " + std::to_string(f.dst_gpu) + " waits on " +
+               std::to_string(waiting_on[id]) + " of its " + std::to_string(f.after.size()) + " predecessors";
+  }
+  if (count > 0)
+    throw std::logic_error("flow graph has a dependency cycle: " + std::to_string(count) + " of " +
+                           std::to_string(finish.size()) + " flows never started (" + blocked + (count > 5 ? "; ..." : "") + ")");
+}
 
 }  // namespace
 
@@ -74,7 +109,10 @@ struct FabricEngine::Impl {
   }
 
   void finish_and_release(FlowId id, std::vector<FlowId>& ready) {
-    finish[id] = sg4::Engine::get_clock() - start_clock;
+    // The clock never runs backwards; a difference below zero could only be rounding.
+    const Seconds t = sg4::Engine::get_clock() - start_clock;
+    assert(t > -1e-12 && "a flow finishes after its run started");
+    finish[id] = std::max(t, 0.0);
     for (FlowId next : successors[id])
       if (--waiting_on[next] == 0) ready.push_back(next);
   }
@@ -137,6 +175,7 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
   s.finish.assign(n, -1.0);
   s.comms.assign(n, nullptr);
   s.start_clock = sg4::Engine::get_clock();
+  for (FlowId id = 0; id < static_cast<FlowId>(n); ++id) check_flow(graph.flows[id], id, s.hosts.size(), n);
   for (FlowId id = 0; id < static_cast<FlowId>(n); ++id)
     for (FlowId before : graph.flows[id].after) {
       s.successors[before].push_back(id);
@@ -147,10 +186,17 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
     if (s.waiting_on[id] == 0) ready.push_back(id);
   s.start_all(std::move(ready));
   s.engine->run();
-  for (Seconds t : s.finish)
-    if (t < 0) throw std::logic_error("flow graph has a dependency cycle: some flows never started");
+  const Seconds end_clock = sg4::Engine::get_clock();
   s.comms.clear();
   s.graph = nullptr;
+  report_blocked(graph, s.finish, s.waiting_on);
+  // SimGrid's clock only runs forward, across runs: a run is timed from its own start, and the
+  // clock's resolution at that start must stay far below the times measured, or a run after one
+  // of absurd length would read 0. Input ranges keep the clock small; this says so if not.
+  const Seconds span = makespan(s.finish);
+  if (span > 0 && std::nextafter(end_clock, INFINITY) - end_clock > 1e-3 * span)
+    throw std::logic_error("engine clock at " + std::to_string(end_clock) + " s cannot resolve a run of " +
+                           std::to_string(span) + " s");
   return s.finish;
 }
 

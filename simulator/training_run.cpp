@@ -76,13 +76,15 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
   const std::vector<StageMemory> memory = plan_memory(s, plan);
   for (std::size_t r = 0; r < memory.size(); ++r)
     if (!allow_oom && memory[r].total > s.gpu.hbm_bytes) {
-      char line[256];
+      const StageMemory& m = memory[r];
+      char line[512];
       std::snprintf(line, sizeof line,
-                    "pipeline stage %zu needs %.2f GiB per GPU, %.2f GiB more than the %s's %.2f GiB "
-                    "(--allow-oom runs it anyway)",
-                    r, gib(memory[r].total), gib(memory[r].total - s.gpu.hbm_bytes), s.gpu.name.c_str(),
-                    gib(s.gpu.hbm_bytes));
-      throw UserError(s.file, 0, "parallel", line);
+                    "pipeline stage %zu needs %.2f GiB per GPU, %.2f GiB more than the %s's %.2f GiB (weights %.2f, "
+                    "gradients %.2f, optimizer %.2f, activations %.2f, recompute workspace %.2f GiB); expected a "
+                    "layout that fits: more tp or pp, a smaller microbatch, recompute, or --allow-oom to run it anyway",
+                    r, gib(m.total), gib(m.total - s.gpu.hbm_bytes), s.gpu.name.c_str(), gib(s.gpu.hbm_bytes),
+                    gib(m.weights), gib(m.gradients), gib(m.optimizer), gib(m.activations), gib(m.recompute_workspace));
+      throw OutOfMemoryError(s.file, s.parallel_line, "parallel", line);
     }
 
   const Cluster cluster = build_cluster(s.cluster);

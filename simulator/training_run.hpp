@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "simulator/iteration.hpp"
+#include "topologies/user_error.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/memory_model.hpp"
 #include "workloads/scenario.hpp"
@@ -33,8 +34,15 @@ struct RunReport {
   IterationResult iteration;
 };
 
-/// Simulates one iteration. Memory beyond the GPU's HBM is a UserError naming the stage and the
-/// shortfall unless allow_oom.
+/// A stage that does not fit in GPU memory: the user's error, told apart from the others so that
+/// `validate` can report such a row as not fitting and still fail on a bad file.
+class OutOfMemoryError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+/// Simulates one iteration. Memory beyond the GPU's HBM is an OutOfMemoryError naming the stage,
+/// its largest part and the shortfall, unless allow_oom.
 RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr,
                        FoldMode fold = FoldMode::assume);
 

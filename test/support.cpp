@@ -100,9 +100,12 @@ int line_of(const std::string& text, const std::string& needle) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
 }
 
-CliResult run_cli(const std::string& args) {
+CliResult run_cli(const std::string& args) { return run_cli_bounded(args, 0); }
+
+CliResult run_cli_bounded(const std::string& args, int timeout_s) {
   const std::string out = temp_file("", ".out"), err = temp_file("", ".err");
-  const std::string cmd = std::string(CLUSTERSIM_BINARY) + " " + args + " >" + out + " 2>" + err;
+  const std::string bound = timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : "";
+  const std::string cmd = bound + std::string(CLUSTERSIM_BINARY) + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

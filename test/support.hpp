@@ -49,6 +49,8 @@ struct CliResult {
 };
 /// Runs the built clustersim binary with `args` (a shell-quoted string).
 CliResult run_cli(const std::string& args);
+/// The same, killed after `timeout_s` (exit status 124), so a hang fails a test instead of the suite.
+CliResult run_cli_bounded(const std::string& args, int timeout_s);
 
 /// Runs `clustersim <args> --json <a temporary file>`, requires it to succeed, and returns the JSON.
 nlohmann::json cli_json(const std::string& args);

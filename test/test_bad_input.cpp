@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "support.hpp"
@@ -95,13 +98,13 @@ TEST_CASE("a missing required field is reported at the mapping that lacks it") {
 TEST_CASE("a negative bandwidth is rejected") {
   expect_cluster_error({kSuperpod, "bandwidth_Gbps: 400, latency_us: 0.6", "bandwidth_Gbps: -400, latency_us: 0.6",
                         "-400", "node.nics.bandwidth_Gbps"},
-                       "expected a positive number, got '-400'");
+                       "expected a number from 0.001 to 1e+06 Gb/s, got '-400'");
 }
 
 TEST_CASE("a zero bandwidth is rejected") {
   expect_cluster_error({kSuperpod, "bandwidth_GBps: 64", "bandwidth_GBps: 0", "bandwidth_GBps: 0",
                         "node.pcie.bandwidth_GBps"},
-                       "expected a positive number, got '0'");
+                       "expected a number from 0.001 to 1e+06 GB/s, got '0'");
 }
 
 TEST_CASE("a link type not declared under link_types is rejected") {
@@ -112,7 +115,7 @@ TEST_CASE("a link type not declared under link_types is rejected") {
 TEST_CASE("a bandwidth efficiency above 1 is rejected") {
   expect_cluster_error({kSuperpod, "bandwidth_efficiency: 0.94", "bandwidth_efficiency: 1.2", "1.2",
                         "link_types.ndr.bandwidth_efficiency"},
-                       "expected a fraction in (0, 1]");
+                       "expected a number from 0.001 to 1 (a fraction of line rate), got '1.2'");
 }
 
 TEST_CASE("the NICs' GPU list must have one entry per NIC") {
@@ -144,7 +147,7 @@ TEST_CASE("a 2-tier fat-tree with more leaves than its spines can take cannot be
 
 TEST_CASE("a count too large for the simulator is rejected, not wrapped around") {
   expect_cluster_error({kSuperpod, "nodes: 127", "nodes: 4294967423", "4294967423", "fabric.nodes"},
-                       "expected a positive integer up to 2147483647, got 4294967423");
+                       "expected an integer from 1 to 4194304 nodes, got '4294967423'");
 }
 
 TEST_CASE("a cluster beyond the simulator's GPU bound is rejected") {
@@ -233,4 +236,21 @@ TEST_CASE("a Megatron switch that is not a boolean is an error at the field") {
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.stderr_text, Contains(": parallel." + field + ": expected true or false"));
   }
+}
+
+TEST_CASE("validate fails on a row's user error instead of reporting it as not fitting in memory") {
+  // The validation rows on GB200s: the catalog has no GEMM calibration for it, an error that only
+  // planning the iteration finds (in validate's child process), and not an out-of-memory row.
+  namespace fs = std::filesystem;
+  std::string dir = (fs::temp_directory_path() / "clustersim-validate-XXXXXX").string();
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  fs::copy(clustersim::test::source_path("scenarios"), dir, fs::copy_options::recursive);
+  const std::string cluster = dir + "/clusters/dgx-a100-superpod.yaml";
+  std::ofstream(cluster) << clustersim::test::shipped_with("scenarios/clusters/dgx-a100-superpod.yaml",
+                                                          "gpu: A100-SXM-80GB", "gpu: GB200");
+  const std::string catalog = clustersim::test::read_file(dir + "/gpus.yaml");
+  const CliResult r = run_cli("validate --rows " + dir + "/validation/published.yaml --only narayanan-1.7b");
+  require_one_line_error(r, error_prefix(dir + "/gpus.yaml", line_of(catalog, "- name: GB200"), "gpus[5].gemm_efficiency"),
+                         "expected a gemm_efficiency calibration for GB200");
+  fs::remove_all(dir);
 }

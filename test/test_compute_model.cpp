@@ -370,6 +370,10 @@ TEST_CASE("A malformed kernel-table row is a UserError naming file line and colu
   const UserError negative = error("X,qkv,bf16,1,2,3,-5\n");
   CHECK(negative.line() == 2);
   CHECK(negative.field_path() == "time_us");
+  // A finite but absurd kernel time would overflow the iteration: times run from 1 ns to 1000 s.
+  const UserError huge = error("X,qkv,bf16,1,2,3,1e308\n");
+  CHECK(huge.field_path() == "time_us");
+  CHECK_THAT(huge.what(), Contains("expected a number from 0.001 to 1e+09 us; got '1e308'"));
   const UserError short_row = error("X,qkv,bf16,1,2,3\n");
   CHECK(short_row.field_path() == "time_us");
   const UserError empty = error("X,,bf16,1,2,3,4\n");

@@ -278,12 +278,12 @@ TEST_CASE("A small MoE model with MLA counts its parameters in closed form") {
 
 TEST_CASE("top_k above routed_experts names moe.top_k") {
   expect_error(tiny_with("  top_k: 2\n", "  top_k: 9\n"), "top_k: 9", "moe.top_k",
-               "expected an integer from 1 to routed_experts (8)");
+               "expected an integer from 1 to 8 experts (routed_experts)");
 }
 
 TEST_CASE("top_k below 1 names moe.top_k") {
   expect_error(tiny_with("  top_k: 2\n", "  top_k: 0\n"), "top_k: 0", "moe.top_k",
-               "expected an integer from 1 to routed_experts (8)");
+               "expected an integer from 1 to 8 experts (routed_experts)");
 }
 
 TEST_CASE("dense_layers beyond the layers names moe.dense_layers") {
@@ -306,20 +306,20 @@ TEST_CASE("Non-positive MoE and MLA sizes name their field") {
     std::string from, to, field, expected;
   };
   const std::vector<Case> cases = {
-      {"  routed_experts: 8\n", "  routed_experts: 0\n", "moe.routed_experts", "expected a positive integer"},
+      {"  routed_experts: 8\n", "  routed_experts: 0\n", "moe.routed_experts", "expected an integer from 1 to"},
       {"  expert_ffn_hidden: 128\n", "  expert_ffn_hidden: -128\n", "moe.expert_ffn_hidden",
-       "expected a positive integer"},
+       "expected an integer from 1 to"},
       {"  shared_experts: 1\n", "  shared_experts: -1\n", "moe.shared_experts", "expected an integer from 0"},
       {"  dense_layers: 1\n", "  dense_layers: -1\n", "moe.dense_layers", "expected an integer from 0"},
-      {"  dropless: true\n", "  capacity_factor: 0\n", "moe.capacity_factor", "expected a positive number"},
-      {"  node_limit: 2\n", "  node_limit: 0\n", "moe.node_limit", "expected a positive integer"},
-      {"  q_lora_rank: 64\n", "  q_lora_rank: 0\n", "attention.q_lora_rank", "expected a positive integer"},
-      {"  kv_lora_rank: 32\n", "  kv_lora_rank: -32\n", "attention.kv_lora_rank", "expected a positive integer"},
+      {"  dropless: true\n", "  capacity_factor: 0\n", "moe.capacity_factor", "expected a number from 0.001 to 1000"},
+      {"  node_limit: 2\n", "  node_limit: 0\n", "moe.node_limit", "expected an integer from 1 to"},
+      {"  q_lora_rank: 64\n", "  q_lora_rank: 0\n", "attention.q_lora_rank", "expected an integer from 1 to"},
+      {"  kv_lora_rank: 32\n", "  kv_lora_rank: -32\n", "attention.kv_lora_rank", "expected an integer from 1 to"},
       {"  qk_nope_head_dim: 32\n", "  qk_nope_head_dim: 0\n", "attention.qk_nope_head_dim",
-       "expected a positive integer"},
+       "expected an integer from 1 to"},
       {"  qk_rope_head_dim: 16\n", "  qk_rope_head_dim: 0\n", "attention.qk_rope_head_dim",
-       "expected a positive integer"},
-      {"  v_head_dim: 32\n", "  v_head_dim: 0\n", "attention.v_head_dim", "expected a positive integer"},
+       "expected an integer from 1 to"},
+      {"  v_head_dim: 32\n", "  v_head_dim: 0\n", "attention.v_head_dim", "expected an integer from 1 to"},
   };
   for (const Case& c : cases) {
     INFO(c.to);

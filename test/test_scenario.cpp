@@ -247,7 +247,7 @@ TEST_CASE("An unknown schedule name is an error that lists the known ones") {
 TEST_CASE("A model or cluster file that cannot be opened is an error at its field") {
   expect_scenario_error(kGpt, {{"models/gpt3-175b.yaml", "models/gpt-4.yaml"}}, "model:", "model", "cannot open '");
   expect_scenario_error(kGpt, {{"clusters/dgx-a100-superpod.yaml", "clusters/selene.yaml"}}, "cluster:", "cluster",
-                        "clusters/selene.yaml' (paths are relative to the scenario file)");
+                        "clusters/selene.yaml' (no such file; paths are relative to the scenario file)");
 }
 
 TEST_CASE("A cluster GPU missing from the catalog is an error at the cluster's gpu field") {
@@ -278,4 +278,54 @@ TEST_CASE("An override can set a field the file leaves to its default") {
   require_error([&] { load_scenario(tree.path(kGpt)); }, tree.path(kGpt), line_of(text, "schedule:"), "schedule",
                 "interleaved needs at least 2 chunks per rank");
   CHECK(load_scenario(tree.path(kGpt), {"parallel.virtual_stages=3"}).virtual_stages == 3);
+}
+
+// ----- reliability: what the model assumes is checked at load, never an assertion -----
+
+TEST_CASE("an ffn_hidden that tp does not divide is an error at tp, not an assertion later") {
+  ScenarioTree tree;
+  tree.edit("models/gpt3-175b.yaml", {{"ffn_hidden: 49152", "ffn_hidden: 49156"}});  // 49156 = 4 x 12289
+  const std::string text = tree.edit(kGpt, {});
+  require_error([&] { load_scenario(tree.path(kGpt)); }, tree.path(kGpt), line_of(text, "tp: 8"), "parallel.tp",
+                "expected a divisor of ffn_hidden (49156)");
+}
+
+TEST_CASE("sequence parallelism needs tp to divide a GPU's tokens per microbatch") {
+  // GPT-3 has 2048-token sequences: tp 8 with a microbatch of 1 splits them 256 per rank; seq_len
+  // 2052 = 4 x 513 leaves 2052 tokens, not divisible by 8.
+  ScenarioTree tree;
+  tree.edit("models/gpt3-175b.yaml", {{"seq_len: 2048", "seq_len: 2052"}});
+  const std::string text = tree.edit(kGpt, {{"sequence_parallel: false", "sequence_parallel: true"}});
+  require_error([&] { load_scenario(tree.path(kGpt)); }, tree.path(kGpt), line_of(text, "sequence_parallel"),
+                "parallel.sequence_parallel", "expected tp (8) to divide the 2052 tokens of a microbatch on a GPU");
+}
+
+TEST_CASE("moe.seed is an integer: 1.5 and 1e300 are errors, not truncated") {
+  const std::string file = clustersim::test::source_path("scenarios/deepseek-v3-h800-2048.yaml");
+  for (const std::string seed : {"1.5", "1e300", "-1"}) {
+    const UserError e = clustersim::test::error_of([&] { load_scenario(file, {"moe.seed=" + seed}); });
+    CHECK(e.field_path() == "moe.seed");
+    CHECK_THAT(e.what(), Contains("expected an integer"));
+  }
+}
+
+TEST_CASE("stage_layers of huge counts is an error per element, not a wrapped sum") {
+  ScenarioTree tree;
+  const std::string text =
+      tree.edit(kGpt, {{"  virtual_stages: 3\n", "  virtual_stages: 1\n  stage_layers: [9223372036854775807, 9223372036854775807, "
+                                                  "-9223372036854775807, 12, 12, 12, 12, 12]\n"},
+                       {"schedule: interleaved", "schedule: 1f1b"}});
+  require_error([&] { load_scenario(tree.path(kGpt)); }, tree.path(kGpt), line_of(text, "stage_layers"),
+                "parallel.stage_layers[0]", "expected an integer from 0 to 96");
+}
+
+TEST_CASE("a pipeline too long to simulate is refused at load with its step count") {
+  ScenarioTree tree;
+  // 4096 layers on pp 8 x 512 chunks with 96 microbatches each: 393,216 steps are fine; a global
+  // batch of 2^20 sequences on a microbatch of 1 is 8 x 512 x 65536 = 268M steps.
+  tree.edit("models/gpt3-175b.yaml", {{"layers: 96", "layers: 4096"}});
+  const std::string text =
+      tree.edit(kGpt, {{"virtual_stages: 3", "virtual_stages: 512"}, {"global_batch: 1536", "global_batch: 1048576"}});
+  require_error([&] { load_scenario(tree.path(kGpt)); }, tree.path(kGpt), line_of(text, "virtual_stages"),
+                "parallel.virtual_stages", "expected at most 4194304 pipeline steps (pp x virtual_stages x microbatches), got 268435456");
 }

@@ -157,8 +157,11 @@ TEST_CASE("a balanced split shortens the pipeline by what the schedule's closed 
 TEST_CASE("a listed split may leave only the first and the last stage without layers") {
   expect_split_error(llama8b("  stage_layers: [16, 0, 16, 0]\n"), "stage_layers",
                      "expected a transformer layer on model stage 1 of [16, 0, 16, 0]: only the first stage");
-  expect_split_error(llama8b("  stage_layers: [17, -1, 16, 0]\n"), "stage_layers",
-                     "expected a layer count of 0 or more for every model stage");
+  const std::string negative = llama8b("  stage_layers: [17, -1, 16, 0]\n");
+  const test::CliResult r = run_cli("run " + negative);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains(negative + ":" + std::to_string(test::line_of(test::read_file(negative), "  stage_layers:")) +
+                                            ": parallel.stage_layers[1]: expected an integer from 0 to 32, got '-1'"));
 }
 
 TEST_CASE("stage_layers and Megatron-Core's split options are one or the other") {

@@ -1,6 +1,7 @@
 // YamlField: typed, path- and line-tracking access to YAML; and every shipped cluster file loading.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 
 #include "support.hpp"
 #include "topologies/cluster.hpp"
+#include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
 #include "topologies/yaml_reader.hpp"
 
@@ -58,12 +60,12 @@ std::vector<std::string> shipped_clusters() {
 TEST_CASE("typed access reads integers, numbers, strings, booleans and integer lists") {
   const YamlField node = yaml(kNode).child("node");
   CHECK(node.child("gpus").as_integer() == 8);
-  CHECK(node.child("gpus").as_positive_integer() == 8);
+  CHECK(node.child("gpus").as_integer_in(1, 8) == 8);
   CHECK(node.child("gpus").as_number() == 8.0);
   CHECK(node.child("name").as_string() == "dgx");
-  CHECK(node.child("ratio").as_positive() == 0.5);
+  CHECK(node.child("ratio").as_number_in(0.5, 1) == 0.5);
   CHECK(node.child("nvlink").as_bool());
-  CHECK(node.child("nics").child("gpus").as_integer_list() == std::vector<long>{0, 2, 4, 6});
+  CHECK(node.child("nics").child("gpus").as_integer_list(0, 7) == std::vector<long>{0, 2, 4, 6});
   CHECK(node.child("name").as_choice({"hgx", "dgx"}) == "dgx");
   CHECK(node.child("nics").is_map());
   CHECK(node.child("tiers").is_sequence());
@@ -109,7 +111,7 @@ TEST_CASE("an unknown key is rejected at its line, naming the allowed keys") {
 
 TEST_CASE("a key that is not a name is rejected, not crashed on") {
   check_error(error_of([] { yaml("top:\n  ? [a, b]\n  : 1\n").child("top").expect_keys({"a"}); }), 2, "top",
-              "expected field names");
+              "expected a field name as a key, got a list");
 }
 
 TEST_CASE("a value of the wrong type names what was expected and what was found") {
@@ -125,18 +127,84 @@ TEST_CASE("a value of the wrong type names what was expected and what was found"
               "expected one of: hgx, mgx; got 'dgx'");
 }
 
-TEST_CASE("sign checks reject zero and negatives where they do not belong") {
-  const YamlField f = yaml("zero: 0\nneg: -1.5\nnan: .nan\n");
-  CHECK(f.child("zero").as_non_negative() == 0.0);
-  check_error(error_of([&] { f.child("zero").as_positive(); }), 1, "zero", "expected a positive number, got '0'");
-  check_error(error_of([&] { f.child("zero").as_positive_integer(); }), 1, "zero", "expected a positive integer");
-  check_error(error_of([&] { f.child("neg").as_non_negative(); }), 2, "neg", "expected a number >= 0, got '-1.5'");
+TEST_CASE("ranges reject values outside them, naming the range and the unit") {
+  const YamlField f = yaml("zero: 0\nneg: -1.5\nnan: .nan\nhuge: 1e308\ntiny: 1e-300\n");
+  CHECK(f.child("zero").as_number_in(0, 1) == 0.0);
+  check_error(error_of([&] { f.child("zero").as_number_in(1e-3, 1e6, "GB/s"); }), 1, "zero",
+              "expected a number from 0.001 to 1e+06 GB/s, got '0'");
+  check_error(error_of([&] { f.child("zero").as_integer_in(1, 8); }), 1, "zero", "expected an integer from 1 to 8, got '0'");
+  check_error(error_of([&] { f.child("neg").as_number_in(0, 10, "us"); }), 2, "neg", "expected a number from 0 to 10 us, got '-1.5'");
   check_error(error_of([&] { f.child("nan").as_number(); }), 3, "nan", "expected a number");
+  check_error(error_of([&] { f.child("huge").as_number_in(0, 1e6); }), 4, "huge", "got '1e308'");
+  check_error(error_of([&] { f.child("tiny").as_number_in(1e-3, 1); }), 5, "tiny", "got '1e-300'");
+}
+
+TEST_CASE("integers are decimal digits: fractions, exponents, hex and overflow are rejected, not truncated") {
+  const YamlField f = yaml("a: 1.5\nb: 1e300\nc: 0x10\nd: 99999999999999999999\ne: 010\nf: -7\ng: +3\n");
+  check_error(error_of([&] { f.child("a").as_integer(); }), 1, "a", "expected an integer, got '1.5'");
+  check_error(error_of([&] { f.child("b").as_integer(); }), 2, "b", "expected an integer, got '1e300'");
+  check_error(error_of([&] { f.child("c").as_integer(); }), 3, "c", "expected an integer, got '0x10'");
+  check_error(error_of([&] { f.child("d").as_integer(); }), 4, "d", "too large to count");
+  CHECK(f.child("e").as_integer() == 10);  // decimal, not yaml-cpp's octal 8
+  CHECK(f.child("f").as_integer() == -7);
+  CHECK(f.child("g").as_integer() == 3);
+}
+
+TEST_CASE("a key given twice is an error at the second, naming the first line") {
+  check_error(error_of([] { yaml("a: 1\nb:\n  c: 2\n  d: 3\n  c: 4\n"); }), 5, "b.c",
+              "duplicate key: 'c' is already given at line 3");
+  check_error(error_of([] { yaml("a: {x: 1, y: 2, x: 3}\n"); }), 1, "a.x", "duplicate key: 'x' is already given at line 1");
+  check_error(error_of([] { yaml("a: 1\nl:\n  - {n: 1}\n  - {n: 2, n: 3}\na: 2\n"); }), 4, "l[1].n", "duplicate key");
+  CHECK(yaml("l:\n  - {n: 1}\n  - {n: 2}\n").child("l").size() == 2);  // the same key in two list items is fine
+}
+
+TEST_CASE("a second document or text after the end marker is an error naming both lines") {
+  check_error(error_of([] { yaml("a: 1\n---\nb: 2\n"); }), 2, "", "a second one starts here (after the first, from line 1)");
+  check_error(error_of([] { yaml("a: 1\n...\ngarbage\n"); }), 3, "", "expected one YAML document");
+  CHECK(yaml("---\na: 1\n...\n# a comment after the end\n").child("a").as_integer() == 1);
+}
+
+TEST_CASE("aliases, deep nesting and too many values are refused before anything walks them") {
+  check_error(error_of([] { yaml("a: &x [1, 2]\nb: [*x, *x]\n"); }), 2, "b[0]", "anchors and aliases are not supported");
+  const std::string deep = "top: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  check_error(error_of([&] { yaml(deep); }), 1, "top", "nested more than 32 levels deep");
+  std::string many = "l: [";
+  for (int i = 0; i < 200'001; ++i) many += "1,";
+  many += "1]\n";
+  check_error(error_of([&] { yaml(many); }), 1, "", "more than 200000 values");
+}
+
+TEST_CASE("a syntax error names the field it is in") {
+  const UserError e = error_of([] { yaml("node:\n  nics:\n    count: [1, 2\n  pcie: 3\n"); });
+  CHECK(e.line() == 4);
+  CHECK(e.field_path() == "node.pcie");
+  CHECK_THAT(e.what(), Contains("malformed YAML"));
+}
+
+TEST_CASE("a syntax error after a bare list dash is still one error with a line") {
+  // Found by `make fuzz`: finding the field path of the error's line ran past a "- " line's end.
+  const UserError e = error_of([] { yaml(std::string("\n - \n\0\0\0\0\0\0\0i; i", 16)); });
+  CHECK(e.line() > 0);
+  CHECK_THAT(e.what(), Contains("malformed YAML"));
+}
+
+TEST_CASE("an input larger than the size bound is refused without reading it whole") {
+  const std::string big = clustersim::test::temp_file(std::string(clustersim::kMaxInputBytes + 1, '#'));
+  const UserError huge = error_of([&] { YamlField::load_file(big, "--cluster"); });
+  CHECK(huge.file() == big);
+  CHECK(huge.field_path() == "--cluster");
+  CHECK_THAT(huge.what(), Contains("larger than 4 MiB"));
+  std::remove(big.c_str());
+  const UserError endless = error_of([] { YamlField::load_file("/dev/zero"); });
+  CHECK(endless.file() == "/dev/zero");
+  CHECK_THAT(endless.what(), Contains("larger than 4 MiB"));
+  const UserError dir = error_of([] { YamlField::load_file("/tmp"); });
+  CHECK_THAT(dir.what(), Contains("a directory, not a file"));
 }
 
 TEST_CASE("malformed YAML is a UserError at the line of the syntax error") {
-  check_error(error_of([] { yaml("a: 1\nb: [1, 2\nc: 3\n"); }), 3, "", "malformed YAML");
-  check_error(error_of([] { yaml("a: 1\nb: [1, 2]]\n"); }), 2, "", "malformed YAML");
+  check_error(error_of([] { yaml("a: 1\nb: [1, 2\nc: 3\n"); }), 3, "c", "malformed YAML");
+  check_error(error_of([] { yaml("a: 1\nb: [1, 2]]\n"); }), 2, "b", "malformed YAML");
 }
 
 TEST_CASE("a file that is not a mapping at the top level is rejected") {

@@ -110,6 +110,8 @@ Cluster build_cluster(const ClusterSpec& spec) {
   return c;
 }
 
-Cluster load_cluster(const std::string& path) { return build_cluster(load_cluster_spec(path)); }
+Cluster load_cluster(const std::string& path, const std::string& named_by) {
+  return build_cluster(load_cluster_spec(path, named_by));
+}
 
 }  // namespace clustersim

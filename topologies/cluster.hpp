@@ -94,6 +94,6 @@ struct Cluster {
 /// Builds the graph of a validated spec.
 Cluster build_cluster(const ClusterSpec& spec);
 /// load_cluster_spec + build_cluster.
-Cluster load_cluster(const std::string& path);
+Cluster load_cluster(const std::string& path, const std::string& named_by = "");
 
 }  // namespace clustersim

@@ -8,39 +8,50 @@ namespace clustersim {
 
 namespace {
 
-/// A positive count that fits the int the spec keeps it in (a larger one would silently wrap).
-int read_count(const YamlField& f) {
-  const long v = f.as_positive_integer();
-  constexpr int kMax = std::numeric_limits<int>::max();
-  if (v > kMax) f.fail("expected a positive integer up to " + std::to_string(kMax) + ", got " + std::to_string(v));
-  return static_cast<int>(v);
-}
+// Ranges of the physical fields, wide enough for any real cluster and narrow enough that no finite
+// value overflows to inf downstream or makes the graph allocate without bound.
+constexpr double kMinBandwidth = 1e-3, kMaxBandwidth = 1e6;   // GB/s or Gb/s: 1 MB/s to 1 PB/s
+constexpr double kMaxLatency_us = 1e5;                        // 100 ms: a hop across continents
+constexpr double kMinEfficiency = 1e-3;
+constexpr long kMaxGpusPerNode = 16384;      // NVL576 is the largest scale-up domain built
+constexpr long kMaxFullMeshGpus = 64;        // a full mesh has n(n-1)/2 links: 8 GPUs in real ones
+constexpr long kMaxRadix = 4096;                              // today's largest switch ASICs: 512 ports
+constexpr double kMaxOversubscription = 1000;
+// A bound far above any real cluster that keeps GPU and link ids well inside an int.
+constexpr long kMaxGpus = 1L << 22;
+
+/// A count from 1 to max that fits the int the spec keeps it in.
+int read_count(const YamlField& f, long max, const char* unit) { return static_cast<int>(f.as_integer_in(1, max, unit)); }
 
 LinkSpec read_link(const YamlField& f, const ClusterSpec& spec, const char* bandwidth_key) {
   LinkSpec link;
   YamlField type = f.child("link_type");
   link.type = type.as_string();
   if (!spec.link_types.count(link.type)) type.fail("expected a link type declared under link_types");
-  const double bw = f.child(bandwidth_key).as_positive();
-  link.bandwidth_Bps = std::string(bandwidth_key) == "bandwidth_Gbps" ? gbit_per_s(bw) : gbyte_per_s(bw);
-  link.latency_s = microseconds(f.child("latency_us").as_non_negative());
+  const bool gbit = std::string(bandwidth_key) == "bandwidth_Gbps";
+  const double bw = f.child(bandwidth_key).as_number_in(kMinBandwidth, kMaxBandwidth, gbit ? "Gb/s" : "GB/s");
+  link.bandwidth_Bps = gbit ? gbit_per_s(bw) : gbyte_per_s(bw);
+  link.latency_s = microseconds(f.child("latency_us").as_number_in(0, kMaxLatency_us, "us"));
   return link;
 }
 
 NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
   f.expect_keys({"gpus", "scale_up", "nics", "pcie"});
   NodeSpec node;
-  node.gpus = read_count(f.child("gpus"));
+  node.gpus = read_count(f.child("gpus"), kMaxGpusPerNode, "GPUs");
 
   YamlField up = f.child("scale_up");
   up.expect_keys({"topology", "link_type", "bandwidth_GBps", "latency_us"});
   node.scale_up = up.child("topology").as_choice({"nvswitch", "full_mesh"}) == "nvswitch" ? ScaleUp::nvswitch
                                                                                            : ScaleUp::full_mesh;
   node.scale_up_link = read_link(up, spec, "bandwidth_GBps");
+  if (node.scale_up == ScaleUp::full_mesh && node.gpus > kMaxFullMeshGpus)
+    f.child("gpus").fail("expected at most " + std::to_string(kMaxFullMeshGpus) + " GPUs in a full_mesh node (one link per pair), got " +
+                         std::to_string(node.gpus));
 
   YamlField nics = f.child("nics");
   nics.expect_keys({"count", "link_type", "bandwidth_Gbps", "latency_us", "gpus"});
-  node.nics = read_count(nics.child("count"));
+  node.nics = read_count(nics.child("count"), 2L * node.gpus, "NICs (2 per GPU)");
   node.nic_link = read_link(nics, spec, "bandwidth_Gbps");
   YamlField next_to = nics.child("gpus");
   if (next_to.size() != static_cast<std::size_t>(node.nics))
@@ -63,21 +74,19 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   fabric.type = type.as_string();
   const FabricBuilder* builder = find_fabric(fabric.type);
   if (!builder) type.fail("expected a fabric type, one of: " + fabric_names());
-  fabric.nodes = read_count(f.child("nodes"));
-  if (auto u = f.find("nodes_per_unit")) fabric.nodes_per_unit = read_count(*u);
+  fabric.nodes = read_count(f.child("nodes"), kMaxGpus, "nodes");
+  if (auto u = f.find("nodes_per_unit")) fabric.nodes_per_unit = read_count(*u, kMaxGpus, "nodes");
   fabric.switch_link = read_link(f, spec, "bandwidth_Gbps");
   if (auto tiers = f.find("tiers")) {
     for (std::size_t i = 0; i < tiers->size(); ++i) {
       YamlField t = tiers->element(i);
       t.expect_keys({"radix", "oversubscription"});
       TierSpec tier;
-      tier.radix = read_count(t.child("radix"));
-      if (auto o = t.find("oversubscription")) tier.oversubscription = o->as_positive();
+      tier.radix = read_count(t.child("radix"), kMaxRadix, "ports");
+      if (auto o = t.find("oversubscription")) tier.oversubscription = o->as_number_in(1 / kMaxOversubscription, kMaxOversubscription, "(down:up ports)");
       fabric.tiers.push_back(tier);
     }
   }
-  // A bound far above any real cluster that keeps GPU and link ids well inside an int.
-  constexpr long kMaxGpus = 1L << 22;
   if (static_cast<long>(fabric.nodes) * spec.node.gpus > kMaxGpus)
     f.child("nodes").fail("expected at most " + std::to_string(kMaxGpus) + " GPUs in all (nodes x node.gpus)");
   builder->validate(fabric, spec.node, f);
@@ -91,6 +100,7 @@ ClusterSpec parse_cluster_spec(const YamlField& root) {
   ClusterSpec spec;
   spec.file = root.file();
   spec.name = root.child("name").as_string();
+  if (auto d = root.find("description")) d->as_string();  // free text, but text
   spec.gpu = root.child("gpu").as_string();
   YamlField types = root.child("link_types");
   if (!types.is_map()) types.fail("expected a mapping of link type names");
@@ -99,8 +109,8 @@ ClusterSpec parse_cluster_spec(const YamlField& root) {
     const std::string name = kv.first.Scalar();
     YamlField t = types.child(name);
     t.expect_keys({"bandwidth_efficiency", "note"});
-    LinkType lt{name, t.child("bandwidth_efficiency").as_positive()};
-    if (lt.bandwidth_efficiency > 1.0) t.child("bandwidth_efficiency").fail("expected a fraction in (0, 1]");
+    if (auto note = t.find("note")) note->as_string();
+    LinkType lt{name, t.child("bandwidth_efficiency").as_number_in(kMinEfficiency, 1.0, "(a fraction of line rate)")};
     spec.link_types[name] = lt;
   }
   spec.node = read_node(root.child("node"), spec);
@@ -108,6 +118,8 @@ ClusterSpec parse_cluster_spec(const YamlField& root) {
   return spec;
 }
 
-ClusterSpec load_cluster_spec(const std::string& path) { return parse_cluster_spec(YamlField::load_file(path)); }
+ClusterSpec load_cluster_spec(const std::string& path, const std::string& named_by) {
+  return parse_cluster_spec(YamlField::load_file(path, named_by));
+}
 
 }  // namespace clustersim

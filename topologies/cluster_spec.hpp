@@ -62,7 +62,7 @@ struct ClusterSpec {
 };
 
 /// Reads and validates a cluster file. Throws UserError on any bad field.
-ClusterSpec load_cluster_spec(const std::string& path);
+ClusterSpec load_cluster_spec(const std::string& path, const std::string& named_by = "");
 ClusterSpec parse_cluster_spec(const YamlField& root);
 
 }  // namespace clustersim

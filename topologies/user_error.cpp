@@ -20,6 +20,7 @@ UserError::UserError(std::string file, int line, std::string field_path, std::st
     : std::runtime_error(format(file, line, field_path, expected)),
       file_(std::move(file)),
       line_(line),
-      field_path_(std::move(field_path)) {}
+      field_path_(std::move(field_path)),
+      expected_(std::move(expected)) {}
 
 }  // namespace clustersim

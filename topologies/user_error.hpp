@@ -14,11 +14,13 @@ class UserError : public std::runtime_error {
   const std::string& file() const { return file_; }
   int line() const { return line_; }
   const std::string& field_path() const { return field_path_; }
+  const std::string& expected() const { return expected_; }
 
  private:
   std::string file_;
   int line_;
   std::string field_path_;
+  std::string expected_;
 };
 
 }  // namespace clustersim

@@ -1,10 +1,13 @@
 #include "topologies/yaml_reader.hpp"
 
+#include <cerrno>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
+#include <cstdlib>
 
+#include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
+#include "topologies/yaml_strict.hpp"
 
 namespace clustersim {
 
@@ -24,26 +27,30 @@ std::string describe(const YAML::Node& n) {
 int line_of(const YAML::Node& n, int otherwise) {
   return n.IsDefined() && !n.Mark().is_null() ? n.Mark().line + 1 : otherwise;
 }
+/// A bound as a reader writes it: 1000, 0.001, 1e+06.
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 }  // namespace
 
 YamlField::YamlField(YAML::Node node, std::shared_ptr<const std::string> file, std::string path, int line)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), line_(line) {}
 
-YamlField YamlField::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UserError(path, 0, "", "cannot open file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return load_string(buf.str(), path);
+YamlField YamlField::load_file(const std::string& path, const std::string& named_by) {
+  return load_string(read_input_file(path, named_by), path);
 }
 
 YamlField YamlField::load_string(const std::string& text, const std::string& name) {
   auto file = std::make_shared<const std::string>(name);
   YAML::Node root;
   try {
+    check_yaml_structure(text, name);
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw UserError(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", "malformed YAML: " + e.msg);
+    const int line = e.mark.is_null() ? 0 : e.mark.line + 1;
+    throw UserError(name, line, line > 0 ? field_path_at_line(text, line) : "", "malformed YAML: " + e.msg);
   }
   if (!root.IsMap()) throw UserError(name, 1, "", "expected a mapping at the top level");
   return YamlField(root, file, "", line_of(root, 1));
@@ -113,28 +120,33 @@ double YamlField::as_number() const {
   return v;
 }
 
-double YamlField::as_positive() const {
-  double v = as_number();
-  if (!(v > 0)) fail("expected a positive number, got " + describe(node_));
-  return v;
-}
-
-double YamlField::as_non_negative() const {
-  double v = as_number();
-  if (v < 0) fail("expected a number >= 0, got " + describe(node_));
+double YamlField::as_number_in(double min, double max, const std::string& unit) const {
+  const double v = as_number();
+  if (!(v >= min && v <= max))
+    fail("expected " + (min == 0 ? std::string("a number from 0") : "a number from " + format_number(min)) + " to " +
+         format_number(max) + (unit.empty() ? "" : " " + unit) + ", got " + describe(node_));
   return v;
 }
 
 long YamlField::as_integer() const {
   if (!node_.IsScalar()) fail("expected an integer, got " + describe(node_));
-  long v = 0;
-  if (!YAML::convert<long>::decode(node_, v)) fail("expected an integer, got " + describe(node_));
+  // Decimal digits only: yaml-cpp would read 010 as octal 8 and 0x10 as 16, and a float such as
+  // 1.5 or 1e300 must not become an integer by truncation.
+  const std::string& text = node_.Scalar();
+  std::size_t digits = text.find_first_not_of("+-") == 1 ? 1 : 0;
+  if (text.size() <= digits || text.find_first_not_of("0123456789", digits) != std::string::npos)
+    fail("expected an integer, got " + describe(node_));
+  errno = 0;
+  const long v = std::strtol(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) fail("expected an integer, got " + describe(node_) + ", too large to count");
   return v;
 }
 
-long YamlField::as_positive_integer() const {
-  long v = as_integer();
-  if (v <= 0) fail("expected a positive integer, got " + describe(node_));
+long YamlField::as_integer_in(long min, long max, const std::string& unit) const {
+  const long v = as_integer();
+  if (v < min || v > max)
+    fail("expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + (unit.empty() ? "" : " " + unit) +
+         ", got " + describe(node_));
   return v;
 }
 
@@ -145,9 +157,9 @@ bool YamlField::as_bool() const {
   return v;
 }
 
-std::vector<long> YamlField::as_integer_list() const {
+std::vector<long> YamlField::as_integer_list(long min, long max) const {
   std::vector<long> out;
-  for (std::size_t i = 0; i < size(); ++i) out.push_back(element(i).as_integer());
+  for (std::size_t i = 0; i < size(); ++i) out.push_back(element(i).as_integer_in(min, max));
   return out;
 }
 

@@ -13,8 +13,9 @@ namespace clustersim {
 
 class YamlField {
  public:
-  /// Parses a file; malformed YAML or a missing file becomes a UserError.
-  static YamlField load_file(const std::string& path);
+  /// Parses a file (at most kMaxInputBytes); malformed YAML, a duplicate key, a second document or
+  /// a missing file becomes a UserError. `named_by`: the option or field that named the file.
+  static YamlField load_file(const std::string& path, const std::string& named_by = "");
   /// Parses text that stands for a file named `name` (tests, --set values).
   static YamlField load_string(const std::string& text, const std::string& name);
 
@@ -29,13 +30,14 @@ class YamlField {
   void expect_keys(std::initializer_list<const char*> allowed) const;
 
   std::string as_string() const;
-  double as_number() const;
-  double as_positive() const;       // > 0
-  double as_non_negative() const;   // >= 0
-  long as_integer() const;
-  long as_positive_integer() const;
+  double as_number() const;         // finite
+  /// A finite number in [min, max]; the error names the range and `unit` ("GB/s"). Every physical
+  /// field has one, so no finite input overflows to inf or NaN downstream.
+  double as_number_in(double min, double max, const std::string& unit = "") const;
+  long as_integer() const;          // decimal digits only: no 1.5, 1e3, 0x10 or octal
+  long as_integer_in(long min, long max, const std::string& unit = "") const;
   bool as_bool() const;
-  std::vector<long> as_integer_list() const;
+  std::vector<long> as_integer_list(long min, long max) const;
   /// A string among `choices`.
   std::string as_choice(std::initializer_list<const char*> choices) const;
 

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim {
@@ -85,13 +86,20 @@ class CsvRows {
     return value;
   }
 
-  double positive(const std::string& column) const {
+  /// A number in [min, max]: a kernel time from 1 ns to 1000 s, so none overflows an iteration.
+  double number_in(const std::string& column, double min, double max, const std::string& unit) const {
     const std::string s = text(column);
     char* end = nullptr;
     const double value = std::strtod(s.c_str(), &end);
-    if (end != s.c_str() + s.size() || !std::isfinite(value) || value <= 0)
-      fail(column, "expected a positive number; got '" + s + "'");
+    if (end != s.c_str() + s.size() || !std::isfinite(value) || value < min || value > max)
+      fail(column, "expected a number from " + fmt_g(min) + " to " + fmt_g(max) + " " + unit + "; got '" + s + "'");
     return value;
+  }
+
+  static std::string fmt_g(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
   }
 
   [[noreturn]] void fail(const std::string& column, const std::string& expected) const {
@@ -121,7 +129,7 @@ KernelTable parse_kernel_table(const std::string& csv_text, const std::string& n
     }
     rows->start_row(line, split_fields(content));
     const OpShape shape{rows->dimension("m"), rows->dimension("n"), rows->dimension("k")};
-    const Seconds time_s = microseconds(rows->positive("time_us"));
+    const Seconds time_s = microseconds(rows->number_in("time_us", 1e-3, 1e9, "us"));
     if (!table.add(rows->text("gpu"), rows->text("op"), rows->text("dtype"), shape, time_s))
       rows->fail("op", "expected one row per (gpu, op, dtype, m, n, k); this one is listed twice");
   }
@@ -129,12 +137,8 @@ KernelTable parse_kernel_table(const std::string& csv_text, const std::string& n
   return table;
 }
 
-KernelTable load_kernel_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UserError(path, 0, "", "expected a readable kernel-time CSV file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_kernel_table(text.str(), path);
+KernelTable load_kernel_table(const std::string& path, const std::string& named_by) {
+  return parse_kernel_table(read_input_file(path, named_by), path);
 }
 
 // ---------------------------------------------------------------------------------------------

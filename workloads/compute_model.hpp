@@ -84,7 +84,7 @@ class KernelTable {
 /// Reads a CSV with the header gpu,op,dtype,m,n,k,time_us (any column order). Blank lines and lines
 /// starting with '#' are skipped; fields are unquoted. A bad row is a UserError naming the file, the
 /// line and the column.
-KernelTable load_kernel_table(const std::string& path);
+KernelTable load_kernel_table(const std::string& path, const std::string& named_by = "");
 KernelTable parse_kernel_table(const std::string& csv_text, const std::string& name);
 
 enum class TimeSource { kernel_table, calibrated, uncalibrated };

@@ -10,6 +10,15 @@ namespace {
 constexpr double kTera = 1e12;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Ranges wide enough for any real accelerator and narrow enough that no finite value makes a time
+// or a byte count overflow downstream.
+constexpr double kMinPeak_TFLOPs = 1e-3, kMaxPeak_TFLOPs = 1e6;
+constexpr double kMaxHbm_GiB = 1e6;
+constexpr double kMinHbmBandwidth_TBps = 1e-3, kMaxHbmBandwidth_TBps = 1e4;
+constexpr double kMinFraction = 1e-3;
+constexpr double kMaxHalfGflop = 1e9;
+constexpr double kMaxHalfSeqLen = 1e9;
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
@@ -26,7 +35,7 @@ std::map<std::string, double> read_peaks(const YamlField& f) {
     const auto& known = known_datatypes();
     if (std::find(known.begin(), known.end(), dtype) == known.end())
       value.fail("unknown datatype (expected one of: " + join(known) + ")");
-    peaks[dtype] = value.as_positive() * kTera;
+    peaks[dtype] = value.as_number_in(kMinPeak_TFLOPs, kMaxPeak_TFLOPs, "TFLOP/s") * kTera;
   }
   return peaks;
 }
@@ -35,32 +44,27 @@ Bytes read_hbm(const YamlField& gpu) {
   auto gib = gpu.find("hbm_GiB");
   auto gb = gpu.find("hbm_GB");
   if (gib && gb) gb->fail("expected one of hbm_GiB or hbm_GB, not both");
-  if (gb) return static_cast<Bytes>(std::llround(gb->as_positive() * kGiga));
-  return static_cast<Bytes>(std::llround(gpu.child("hbm_GiB").as_positive() * kGiB));
+  if (gb) return static_cast<Bytes>(std::llround(gb->as_number_in(1e-3, kMaxHbm_GiB, "GB") * kGiga));
+  return static_cast<Bytes>(std::llround(gpu.child("hbm_GiB").as_number_in(1e-3, kMaxHbm_GiB, "GiB") * kGiB));
 }
+
+double read_fraction(const YamlField& f) { return f.as_number_in(kMinFraction, 1.0, "(a fraction)"); }
 
 GemmEfficiency read_gemm_efficiency(const YamlField& f) {
   f.expect_keys({"max_fraction", "half_gflop", "source"});
   GemmEfficiency e;
-  YamlField max = f.child("max_fraction");
-  e.max_fraction = max.as_positive();
-  if (e.max_fraction > 1.0) max.fail("expected a fraction in (0, 1]");
-  e.half_saturation_flops = f.child("half_gflop").as_positive() * kGiga;
+  e.max_fraction = read_fraction(f.child("max_fraction"));
+  e.half_saturation_flops = f.child("half_gflop").as_number_in(1e-6, kMaxHalfGflop, "GFLOP") * kGiga;
   e.source = f.child("source").as_string();
   return e;
 }
 
-double read_fraction(const YamlField& f) {
-  const double x = f.as_positive();
-  if (x > 1.0) f.fail("expected a fraction in (0, 1]");
-  return x;
-}
 
 AttentionEfficiency read_attention_efficiency(const YamlField& f) {
   f.expect_keys({"max_fraction", "half_seq_len", "source"});
   AttentionEfficiency e;
   e.max_fraction = read_fraction(f.child("max_fraction"));
-  e.half_seq_len = f.child("half_seq_len").as_non_negative();
+  e.half_seq_len = f.child("half_seq_len").as_number_in(0, kMaxHalfSeqLen, "tokens");
   e.source = f.child("source").as_string();
   return e;
 }
@@ -84,7 +88,7 @@ GpuModel read_gpu(const YamlField& f) {
   gpu.name = f.child("name").as_string();
   gpu.peak_flops_per_s = read_peaks(f.child("peak_tflops"));
   gpu.hbm_bytes = read_hbm(f);
-  gpu.hbm_bandwidth_Bps = f.child("hbm_bandwidth_TBps").as_positive() * kTera;
+  gpu.hbm_bandwidth_Bps = f.child("hbm_bandwidth_TBps").as_number_in(kMinHbmBandwidth_TBps, kMaxHbmBandwidth_TBps, "TB/s") * kTera;
   if (auto e = f.find("gemm_efficiency")) gpu.gemm_efficiency = read_gemm_efficiency(*e);
   if (auto e = f.find("attention_efficiency")) gpu.attention_efficiency = read_attention_efficiency(*e);
   if (auto e = f.find("hbm_efficiency")) gpu.hbm_efficiency = read_fraction_entry<HbmEfficiency>(*e);

@@ -8,7 +8,9 @@ namespace clustersim {
 
 namespace {
 
-Bytes to_bytes(double bytes) { return static_cast<Bytes>(std::llround(bytes)); }
+/// Rounded to a byte count; one beyond 2^58 (256 PiB, no GPU's memory) saturates there, so an absurd
+/// layout reads as out of memory and a stage's sum of five parts cannot wrap around.
+Bytes to_bytes(double bytes) { return bytes >= 0x1p58 ? Bytes{1} << 58 : static_cast<Bytes>(std::llround(bytes)); }
 
 /// One layer, one microbatch, one rank; unrounded so a stage's sum rounds once.
 double layer_bytes(const ModelSpec& m, const ActivationLayout& layout, Recompute recompute) {

@@ -5,17 +5,20 @@
 namespace clustersim {
 
 namespace {
-int read_int(const YamlField& f) {
-  const long v = f.as_positive_integer();
-  if (v > std::numeric_limits<int>::max()) f.fail("expected a positive integer up to 2147483647");
-  return static_cast<int>(v);
-}
 
-int read_count(const YamlField& f) {  // >= 0
-  const long v = f.as_integer();
-  if (v < 0 || v > std::numeric_limits<int>::max()) f.fail("expected an integer from 0 to 2147483647");
-  return static_cast<int>(v);
-}
+// Upper bounds far above any published model (the widest hidden size is about 25K, the longest
+// context 10M tokens, the largest vocabulary 256K) that keep every product of them (weights,
+// activations, FLOPs) well inside a double's exact integers and a 64-bit byte count.
+constexpr long kMaxLayers = 10'000;
+constexpr long kMaxWidth = 1L << 17;       // hidden, head dimensions, latent ranks
+constexpr long kMaxFfnHidden = 1L << 20;
+constexpr long kMaxHeads = 1L << 14;
+constexpr long kMaxVocab = 1L << 22;
+constexpr long kMaxSeqLen = 1L << 24;
+constexpr long kMaxExperts = 1L << 12;
+
+int read_int(const YamlField& f, long max, const char* unit = "") { return static_cast<int>(f.as_integer_in(1, max, unit)); }
+int read_count(const YamlField& f, long max) { return static_cast<int>(f.as_integer_in(0, max)); }
 
 /// `attention:`: absent or type standard is MHA/GQA from heads and kv_heads.
 std::optional<MlaSpec> parse_attention(const YamlField& root) {
@@ -27,11 +30,11 @@ std::optional<MlaSpec> parse_attention(const YamlField& root) {
   }
   block->expect_keys({"type", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
   MlaSpec mla;
-  mla.q_lora_rank = read_int(block->child("q_lora_rank"));
-  mla.kv_lora_rank = read_int(block->child("kv_lora_rank"));
-  mla.qk_nope_head_dim = read_int(block->child("qk_nope_head_dim"));
-  mla.qk_rope_head_dim = read_int(block->child("qk_rope_head_dim"));
-  mla.v_head_dim = read_int(block->child("v_head_dim"));
+  mla.q_lora_rank = read_int(block->child("q_lora_rank"), kMaxWidth);
+  mla.kv_lora_rank = read_int(block->child("kv_lora_rank"), kMaxWidth);
+  mla.qk_nope_head_dim = read_int(block->child("qk_nope_head_dim"), kMaxWidth);
+  mla.qk_rope_head_dim = read_int(block->child("qk_rope_head_dim"), kMaxWidth);
+  mla.v_head_dim = read_int(block->child("v_head_dim"), kMaxWidth);
   return mla;
 }
 
@@ -41,27 +44,24 @@ std::optional<MoeSpec> parse_moe(const YamlField& root, int layers) {
   block->expect_keys({"routed_experts", "shared_experts", "top_k", "expert_ffn_hidden", "dense_layers",
                       "capacity_factor", "dropless", "node_limit"});
   MoeSpec moe;
-  moe.routed_experts = read_int(block->child("routed_experts"));
+  moe.routed_experts = read_int(block->child("routed_experts"), kMaxExperts, "experts");
   const YamlField top_k = block->child("top_k");
-  const long k = top_k.as_integer();
-  if (k < 1 || k > moe.routed_experts)
-    top_k.fail("expected an integer from 1 to routed_experts (" + std::to_string(moe.routed_experts) + ")");
-  moe.top_k = static_cast<int>(k);
-  if (auto f = block->find("shared_experts")) moe.shared_experts = read_count(*f);
-  moe.expert_ffn_hidden = read_int(block->child("expert_ffn_hidden"));
+  moe.top_k = static_cast<int>(top_k.as_integer_in(1, moe.routed_experts, "experts (routed_experts)"));
+  if (auto f = block->find("shared_experts")) moe.shared_experts = read_count(*f, kMaxExperts);
+  moe.expert_ffn_hidden = read_int(block->child("expert_ffn_hidden"), kMaxFfnHidden);
   if (auto f = block->find("dense_layers")) {
-    moe.dense_layers = read_count(*f);
+    moe.dense_layers = read_count(*f, kMaxLayers);
     if (moe.dense_layers >= layers)
       f->fail("expected fewer than layers (" + std::to_string(layers) + "): an MoE model needs an MoE layer");
   }
   const auto capacity = block->find("capacity_factor");
-  if (capacity) moe.capacity_factor = capacity->as_positive();
+  if (capacity) moe.capacity_factor = capacity->as_number_in(1e-3, 1e3);
   if (auto dropless = block->find("dropless")) {
     if (capacity) dropless->fail("expected either capacity_factor or dropless, not both");
     if (!dropless->as_bool()) dropless->fail("expected true (to drop tokens, give capacity_factor instead)");
   }
   if (auto f = block->find("node_limit")) {
-    moe.node_limit = read_int(*f);
+    moe.node_limit = read_int(*f, kMaxExperts, "nodes");
     if (*moe.node_limit > moe.top_k)
       f->fail("expected at most top_k (" + std::to_string(moe.top_k) + "): a token's experts span at most top_k nodes");
   }
@@ -74,14 +74,14 @@ std::optional<EncoderSpec> parse_encoder(const YamlField& root) {
   block->expect_keys({"name", "layers", "hidden", "heads", "ffn_hidden", "ffn", "tokens", "placement"});
   EncoderSpec e;
   e.name = block->child("name").as_string();
-  e.layers = read_int(block->child("layers"));
-  e.hidden = read_int(block->child("hidden"));
+  e.layers = read_int(block->child("layers"), kMaxLayers, "layers");
+  e.hidden = read_int(block->child("hidden"), kMaxWidth);
   const YamlField heads = block->child("heads");
-  e.heads = read_int(heads);
+  e.heads = read_int(heads, kMaxHeads, "heads");
   if (e.hidden % e.heads != 0) heads.fail("expected a divisor of the encoder's hidden (" + std::to_string(e.hidden) + ")");
-  e.ffn_hidden = read_int(block->child("ffn_hidden"));
+  e.ffn_hidden = read_int(block->child("ffn_hidden"), kMaxFfnHidden);
   e.ffn = block->child("ffn").as_choice({"gelu", "swiglu"}) == "gelu" ? FfnType::gelu : FfnType::swiglu;
-  e.tokens = read_int(block->child("tokens"));
+  e.tokens = read_int(block->child("tokens"), kMaxSeqLen, "tokens");
   if (auto p = block->find("placement"))
     e.placement = p->as_choice({"first_stage", "own_stage"}) == "own_stage" ? EncoderPlacement::own_stage
                                                                              : EncoderPlacement::first_stage;
@@ -109,17 +109,19 @@ ModelSpec parse_model_spec(const YamlField& root) {
   ModelSpec m;
   m.file = root.file();
   m.name = root.child("name").as_string();
-  m.layers = read_int(root.child("layers"));
-  m.hidden = read_int(root.child("hidden"));
+  for (const char* text : {"description", "source"})  // free text, but text
+    if (auto f = root.find(text)) f->as_string();
+  m.layers = read_int(root.child("layers"), kMaxLayers, "layers");
+  m.hidden = read_int(root.child("hidden"), kMaxWidth);
   m.mla = parse_attention(root);
   YamlField heads = root.child("heads");
-  m.heads = read_int(heads);
+  m.heads = read_int(heads, kMaxHeads, "heads");
   // MLA states its head widths; standard attention splits hidden into heads.
   if (!m.mla && m.hidden % m.heads != 0) heads.fail("expected a divisor of hidden (" + std::to_string(m.hidden) + ")");
   m.kv_heads = m.heads;
   if (auto kv = root.find("kv_heads")) {
     if (m.mla) kv->fail("expected no kv_heads with attention type mla: every head reads the shared latent");
-    m.kv_heads = read_int(*kv);
+    m.kv_heads = read_int(*kv, kMaxHeads, "heads");
     if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
       kv->fail("expected a divisor of heads (" + std::to_string(m.heads) + ")");
   }
@@ -129,10 +131,10 @@ ModelSpec parse_model_spec(const YamlField& root) {
     if (auto f = root.find("ffn_hidden"))
       f->fail("expected no ffn_hidden: every layer is MoE (moe.dense_layers is 0), experts use moe.expert_ffn_hidden");
   } else {
-    m.ffn_hidden = read_int(root.child("ffn_hidden"));
+    m.ffn_hidden = read_int(root.child("ffn_hidden"), kMaxFfnHidden);
   }
-  m.vocab = read_int(root.child("vocab"));
-  m.seq_len = read_int(root.child("seq_len"));
+  m.vocab = read_int(root.child("vocab"), kMaxVocab, "tokens");
+  m.seq_len = read_int(root.child("seq_len"), kMaxSeqLen, "tokens");
   m.tied_embeddings = root.child("tied_embeddings").as_bool();
   m.encoder = parse_encoder(root);
   return m;

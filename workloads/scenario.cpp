@@ -7,6 +7,8 @@
 #include <limits>
 #include <sstream>
 
+#include "collectives/collective.hpp"
+#include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/stage_split.hpp"
 
@@ -31,11 +33,15 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-int read_int(const YamlField& f) {
-  const long v = f.as_positive_integer();
-  if (v > std::numeric_limits<int>::max()) f.fail("expected a positive integer up to 2147483647");
-  return static_cast<int>(v);
-}
+// Bounds far above any real run that keep the schedule's tables and the simulation finite: a
+// global batch of 1M sequences (Llama 3 trained with 16M tokens, 2K sequences); every pipeline
+// (un)chunked step of every microbatch is an engine event, so their product is bounded too.
+constexpr long kMaxParallel = 1L << 22;       // the clusters' GPU bound
+constexpr long kMaxGlobalBatch = 1L << 20;
+constexpr long kMaxPipelineSteps = 1L << 22;  // pp x virtual_stages x microbatches
+constexpr double kMaxHotFactor = 1e3;
+
+int read_int(const YamlField& f, long max = kMaxParallel) { return static_cast<int>(f.as_integer_in(1, max)); }
 
 /// A product of counts for messages; a double keeps it exact far past any real cluster, never wraps.
 std::string product(double a, double b, double c = 1) {
@@ -83,7 +89,9 @@ std::string resolve(const std::filesystem::path& dir, const YamlField& field) {
   std::filesystem::path p = field.as_string();
   if (p.is_relative()) p = dir / p;
   const std::string out = p.lexically_normal().string();
-  if (!std::ifstream(out)) field.fail("cannot open '" + out + "' (paths are relative to the scenario file)");
+  std::optional<std::string> why = input_file_problem(out);
+  if (!why && !std::filesystem::is_regular_file(out)) why = "not a regular file";
+  if (why) field.fail("cannot open '" + out + "' (" + *why + "; paths are relative to the scenario file)");
   return out;
 }
 
@@ -112,7 +120,7 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   if (auto d = f.find("distributed_optimizer")) s.distributed_optimizer = d->as_bool();
   if (auto z = f.find("zero_stage")) {
     const long stage = z->as_integer();
-    if (stage < 0 || stage > 3) z->fail("expected a ZeRO stage, 0 to 3");
+    if (stage < 0 || stage > 3) z->fail("expected a ZeRO stage, 0 to 3, got " + std::to_string(stage));
     if (f.find("distributed_optimizer") && s.distributed_optimizer != (stage >= 1))
       z->fail("expected a stage that agrees with distributed_optimizer: " + std::string(s.distributed_optimizer ? "true" : "false") +
               " (the distributed optimizer is ZeRO-1: stage 1 or more)");
@@ -172,6 +180,11 @@ void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
     f.child("pp").fail("expected a divisor of the " + std::to_string(m.layers) + " layers" + model);
   if (m.heads % l.tp != 0)
     f.child("tp").fail("expected a divisor of the " + std::to_string(m.heads) + " attention heads" + model);
+  // Megatron splits the FFN's inner dimension (and each expert's) across the TP ranks.
+  if (m.ffn_hidden > 0 && m.ffn_hidden % l.tp != 0)
+    f.child("tp").fail("expected a divisor of ffn_hidden (" + std::to_string(m.ffn_hidden) + ")" + model);
+  if (m.moe && m.moe->expert_ffn_hidden % l.tp != 0)
+    f.child("tp").fail("expected a divisor of moe.expert_ffn_hidden (" + std::to_string(m.moe->expert_ffn_hidden) + ")" + model);
   // GQA: with tp > kv_heads each KV head is replicated on tp / kv_heads ranks (Megatron-Core does
   // the same), which needs tp to be a multiple of kv_heads; otherwise each rank holds kv_heads / tp.
   const bool kv_ok = l.tp <= m.kv_heads ? m.kv_heads % l.tp == 0 : l.tp % m.kv_heads == 0;
@@ -181,8 +194,8 @@ void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
 
 void read_batch(const YamlField& root, ScenarioSpec& s) {
   YamlField global = root.child("global_batch");
-  s.global_batch = read_int(global);
-  s.microbatch = read_int(root.child("microbatch"));
+  s.global_batch = read_int(global, kMaxGlobalBatch);
+  s.microbatch = read_int(root.child("microbatch"), s.global_batch);
   const long per_step = static_cast<long>(s.microbatch) * s.layout.dp;
   if (s.global_batch % per_step != 0)
     global.fail("expected a multiple of microbatch x dp (" + std::to_string(s.microbatch) + " x " +
@@ -207,6 +220,11 @@ void read_schedule(const YamlField& f, const YamlField& parallel, ScenarioSpec& 
   }
   if (s.schedule->chunks_required() > 0 && !chunks_given) s.virtual_stages = s.schedule->chunks_required();
   const ScheduleShape shape = s.schedule_shape();
+  const double steps = double(shape.stages) * shape.chunks * shape.microbatches;
+  if (steps > kMaxPipelineSteps)
+    (chunks_given ? parallel.child("virtual_stages") : f)
+        .fail("expected at most " + std::to_string(kMaxPipelineSteps) + " pipeline steps (pp x virtual_stages x microbatches), got " +
+              product(shape.stages, shape.chunks, shape.microbatches));
   if (auto why = s.schedule->not_applicable(shape))
     f.fail(s.schedule_name + " cannot run pp = " + std::to_string(shape.stages) + ", " +
            std::to_string(shape.microbatches) + " microbatches, virtual_stages = " + std::to_string(shape.chunks) +
@@ -232,6 +250,9 @@ void read_moe(const YamlField& root, const YamlField& parallel, ScenarioSpec& s)
   }
   const MoeSpec& moe = *s.model.moe;
   const YamlField ep_field = parallel.find("ep") ? parallel.child("ep") : parallel;
+  if (s.ep > max_all_to_all_ranks())
+    ep_field.fail("expected at most " + std::to_string(max_all_to_all_ranks()) +
+                  " expert-parallel ranks: their all-to-all is ep x (ep - 1) flows, more than the engine simulates in reasonable time");
   if (s.layout.dp % s.ep != 0)
     ep_field.fail("expected ep to divide dp (" + std::to_string(s.layout.dp) +
                   "): expert parallelism is carved out of data parallelism");
@@ -242,8 +263,9 @@ void read_moe(const YamlField& root, const YamlField& parallel, ScenarioSpec& s)
   if (block) {
     block->expect_keys(kMoeFields);
     if (auto r = block->find("routing")) s.moe.routing = *parse_routing_model(r->as_choice({"uniform", "skewed", "random"}));
-    if (auto h = block->find("hot_factor")) s.moe.hot_factor = h->as_positive();
-    if (auto seed = block->find("seed")) s.moe.seed = static_cast<std::uint64_t>(seed->as_non_negative());
+    if (auto h = block->find("hot_factor")) s.moe.hot_factor = h->as_number_in(1e-3, kMaxHotFactor);
+    if (auto seed = block->find("seed"))
+      s.moe.seed = static_cast<std::uint64_t>(seed->as_integer_in(0, std::numeric_limits<long>::max()));
     if (auto d = block->find("dispatch")) s.moe.deepep = d->as_choice({"all_to_all", "deepep"}) == "deepep";
   }
   const MoeRoutingSpec routing = s.moe_routing(1);
@@ -324,11 +346,15 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
     gpus_field.fail("expected at most the " + std::to_string(s.cluster.gpu_count()) + " GPUs of " + s.cluster.name +
                     " (" + s.cluster_file + ")");
   YamlField parallel = root.child("parallel");
+  s.parallel_line = parallel.line();
   read_parallel(parallel, s);
   check_layout(parallel, s, gpus);
   read_batch(root, s);
   read_schedule(root.child("schedule"), parallel, s);
   read_moe(root, parallel, s);
+  if (s.sequence_parallel && s.local_tokens() % s.layout.tp != 0)
+    parallel.child("sequence_parallel").fail("expected tp (" + std::to_string(s.layout.tp) + ") to divide the " +
+                                             std::to_string(s.local_tokens()) + " tokens of a microbatch on a GPU (microbatch x seq_len / cp), or no sequence parallelism");
   if (s.model.encoder && s.sequence_parallel && (long(s.microbatch) * s.model.encoder->tokens) % s.layout.tp != 0)
     parallel.child("sequence_parallel").fail("expected tp (" + std::to_string(s.layout.tp) + ") to divide the encoder's " +
                                              std::to_string(s.model.encoder->tokens) + " tokens x microbatch, or no sequence parallelism");

@@ -30,6 +30,7 @@ struct MoeRunSpec {
 
 struct ScenarioSpec {
   std::string file;
+  int parallel_line = 0;         // where `parallel:` is written, for errors about the whole layout
   std::string name;
   std::string cluster_file;      // resolved against the scenario's folder
   ClusterSpec cluster;

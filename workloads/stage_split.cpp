@@ -36,12 +36,11 @@ std::optional<int> layer_count(const std::optional<YamlField>& f, const Scenario
 
 std::vector<int> listed_split(const YamlField& listed, const ScenarioSpec& s, int stages) {
   const int encoder_stages = s.first_language_stage();
-  const std::vector<long> counts = listed.as_integer_list();
+  const std::vector<long> counts = listed.as_integer_list(0, s.model.layers);
   long sum = 0;
   for (std::size_t k = 0; k < counts.size(); ++k) {
     if (k < std::size_t(encoder_stages) && counts[k] != 0)
       listed.fail("expected 0 language-model layers on stage 0: the encoder has it to itself (placement own_stage)");
-    if (counts[k] < 0) listed.fail("expected a layer count of 0 or more for every model stage");
     sum += counts[k];
   }
   if (counts.size() != static_cast<std::size_t>(stages) || sum != s.model.layers)

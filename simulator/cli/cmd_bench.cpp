@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <iostream>
 #include <sstream>
 
@@ -25,10 +26,10 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> scenarios;
   std::string cluster = "scenarios/clusters/dgx-h100-superpod-16k.yaml";
-  std::vector<int> gpus{256, 1024, 4096};
+  std::vector<std::string> gpus{"256", "1024", "4096"};
   std::string size;  // 1G all-reduce, 64M all-to-all
   std::string algo;  // ring all-reduce, direct all-to-all
-  int repeat = 5;
+  std::string repeat = "5";
   bool all_to_all = false;
   std::vector<std::string> routings{"uniform", "skewed"};
   bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
@@ -102,7 +103,8 @@ Measurement measure(const BenchOptions& o, int gpus, Bytes size, const std::stri
     return lower_uniform_all_to_all(router, req.ranks, static_cast<double>(size) / gpus, req.protocol, pxn, flows);
   };
   std::vector<double> walls, cpus;
-  for (int r = 0; r < o.repeat; ++r) {
+  const long repeat = parse_integer(o.repeat, "--repeat", 1, 1000);
+  for (long r = 0; r < repeat; ++r) {
     t0 = std::chrono::steady_clock::now();
     const double cpu0 = cpu_seconds();
     const FlowGraph graph = lower();
@@ -136,7 +138,10 @@ Measurement measure_in_child(const BenchOptions& o, int gpus, Bytes size, const 
 /// One training iteration per scenario, each in its own process: wall time (load + plan + simulate)
 /// and peak memory.
 void bench_scenarios(const std::vector<std::string>& scenarios) {
-  for (const std::string& path : scenarios) load_scenario(path);  // bad files fail before any timing
+  for (const std::string& path : scenarios) {  // bad files fail before any timing
+    check_input_path(path, "--scenarios");
+    load_scenario(path);
+  }
   std::cout << fmt::format("# clustersim bench: one training iteration per scenario, each in its own process\n");
   std::cout << fmt::format("# {:<40} {:>6} {:>10} {:>10} {:>14}\n", "scenario", "gpus", "wall(s)", "peak(MiB)",
                            "iteration(s)");
@@ -180,10 +185,21 @@ void add_bench_command(CLI::App& app) {
     if (o->size.empty()) o->size = o->all_to_all ? "64M" : "1G";
     if (o->algo.empty()) o->algo = o->all_to_all ? "direct" : "ring";
     const Bytes size = parse_size(o->size, "--size");
-    const Cluster probe = load_cluster(o->cluster);  // validates the file and the GPU counts up front
-    for (int g : o->gpus)
-      if (g < 2 || g > probe.gpu_count())
-        throw UserError(o->cluster, 0, "--gpus", fmt::format("expected 2 to {} GPUs, got {}", probe.gpu_count(), g));
+    if (size < 1 || size > (Bytes{1} << 40))
+      throw UserError("command line", 0, "--size", "expected a size from 1 byte to 1024G, got '" + o->size + "'");
+    const Cluster probe = load_cluster(o->cluster, "--cluster");  // validates the file and the GPU counts up front
+    std::vector<int> counts;
+    for (const std::string& g : o->gpus) {
+      const long n = parse_integer(g, "--gpus", 1, std::numeric_limits<int>::max());
+      if (n < 2 || n > probe.gpu_count())
+        throw UserError(o->cluster, 0, "--gpus", fmt::format("expected 2 to {} GPUs, got {}", probe.gpu_count(), n));
+      if (o->all_to_all && n > max_all_to_all_ranks())
+        throw UserError("command line", 0, "--gpus",
+                        fmt::format("expected at most {} GPUs for an all-to-all, got {}", max_all_to_all_ranks(), n));
+      if (o->all_to_all && o->per_pair && n > 128)  // one engine flow per pair: 10 s at 128, minutes beyond
+        throw UserError("command line", 0, "--gpus", fmt::format("expected at most 128 GPUs with --per-pair, got {}", n));
+      counts.push_back(static_cast<int>(n));
+    }
     const Algorithm* a = find_algorithm(o->algo);
     if (!a || !a->supports(op))
       throw UserError("command line", 0, "--algo",
@@ -197,21 +213,21 @@ void add_bench_command(CLI::App& app) {
     for (const std::string& r : o->routings)
       if (r != "uniform" && r != "skewed")
         throw UserError("command line", 0, "--routing", "expected uniform or skewed, got '" + r + "'");
-    if (o->repeat < 1) throw UserError("command line", 0, "--repeat", "expected at least 1");
+    const long repeat = parse_integer(o->repeat, "--repeat", 1, 1000);
     if (!o->all_to_all) o->routings = {"uniform"};
     if (o->all_to_all)
       std::cout << fmt::format("# clustersim bench: {} all-to-all of {} B a rank on {} ({} GPUs), {}, median of {} "
                                "runs\n",
                                o->algo, size, probe.spec.name, probe.gpu_count(),
-                               o->per_pair ? "one flow per pair" : "summed per link", o->repeat);
+                               o->per_pair ? "one flow per pair" : "summed per link", repeat);
     else
       std::cout << fmt::format("# clustersim bench: {} all-reduce of {} B on {} ({} GPUs), {} channels, "
                                "median of {} runs\n",
-                               o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), o->repeat);
+                               o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), repeat);
     std::cout << fmt::format("# {:>6} {:>8} {:>8} {:>10} {:>10} {:>12} {:>8} {:>10} {:>14} {:>12}\n", "gpus",
                              "traffic", "flows", "link-hops", "setup(s)", "simulate(s)", "cpu(s)", "peak(MiB)",
                              "simulated(ms)", "busbw(GB/s)");
-    for (int g : o->gpus)
+    for (int g : counts)
       for (const std::string& routing : o->routings) {
         const Measurement m = measure_in_child(*o, g, size, routing);
         const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(op, g);

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <limits>
 
@@ -14,17 +16,23 @@ namespace clustersim::cli {
 
 namespace {
 
+// Bounds that keep a sweep finite and quick: NCCL runs at most 64 channels (MAXCHANNELS); a
+// table of more than 1024 sizes is no longer a table; and an all-to-all is n(n-1) flows.
+constexpr long kMaxChannels = 64;
+constexpr double kMaxSizes = 1024;
+constexpr Bytes kMaxSizeBytes = Bytes{1} << 40;
+
 struct Options {
   std::string cluster;
-  int gpus = 0;
+  std::string gpus;
   std::string op = "all_reduce";
   std::string algo = "auto";
   std::string proto = "auto";
   std::string type = "float";
-  int channels = 0;
+  std::string channels;
   std::string begin = "8", end = "8G";
-  double factor = 2;
-  int root = 0;
+  std::string factor = "2";
+  std::string root = "0";
   std::string json;
 };
 
@@ -35,11 +43,22 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
   for (Op each : all_ops()) ops += (ops.empty() ? "" : ", ") + std::string(to_string(each));
   if (!op) throw UserError("command line", 0, "--op", "expected one of: " + ops + "; got '" + o.op + "'");
   spec.op = *op;
-  if (o.gpus < 2 || o.gpus > cluster.gpu_count())
+  if (cluster.gpu_count() < 2)
+    throw UserError(cluster.spec.file, 0, "--gpus",
+                    fmt::format("expected a cluster of at least 2 GPUs for a collective; {} has {}", cluster.spec.name,
+                                cluster.gpu_count()));
+  const long asked = parse_integer(o.gpus, "--gpus", 1, std::numeric_limits<int>::max());
+  if (asked < 2 || asked > cluster.gpu_count())
     throw UserError(cluster.spec.file, 0, "--gpus",
                     fmt::format("expected 2 to {} GPUs (the cluster has {}), got {}", cluster.gpu_count(),
-                                cluster.gpu_count(), o.gpus));
-  for (int g = 0; g < o.gpus; ++g) spec.ranks.push_back(g);
+                                cluster.gpu_count(), asked));
+  const int gpus = static_cast<int>(asked);
+  for (int g = 0; g < gpus; ++g) spec.ranks.push_back(g);
+  if (spec.op == Op::all_to_all && static_cast<long>(gpus) * (gpus - 1) > kMaxAllToAllFlows)
+    throw UserError("command line", 0, "--gpus",
+                    fmt::format("expected at most {} GPUs for all_to_all: {} GPUs make {} transfers, more than the {} "
+                                "routed in reasonable time",
+                                max_all_to_all_ranks(), gpus, static_cast<long>(gpus) * (gpus - 1), kMaxAllToAllFlows));
   if (o.algo != "auto") {
     const Algorithm* a = find_algorithm(o.algo);
     if (!a) throw UserError("command line", 0, "--algo", "expected auto or one of: " + algorithm_names() + "; got '" + o.algo + "'");
@@ -54,16 +73,25 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
     if (!spec.protocol) throw UserError("command line", 0, "--proto", "expected auto, LL, LL128, Simple or ideal; got '" + o.proto + "'");
   }
   auto type = find_data_type(o.type);
-  if (!type) throw UserError("command line", 0, "--dtype", "expected int8, half, bfloat16, float, int32, double or int64");
+  if (!type) throw UserError("command line", 0, "--dtype", "expected int8, uint8, half, bfloat16, float, int32, double or int64; got '" + o.type + "'");
   spec.type = *type;
   // NCCL opens about two channels per NIC on multi-NIC nodes; it is a knob (--channels).
-  spec.channels = o.channels > 0 ? o.channels : std::max(2, 2 * cluster.nics_per_node());
-  if (o.factor < 1.0) throw UserError("command line", 0, "-f", "expected a factor >= 1");
+  spec.channels = o.channels.empty() ? static_cast<int>(std::clamp(2L * cluster.nics_per_node(), 2L, kMaxChannels))
+                                     : static_cast<int>(parse_integer(o.channels, "--channels", 1, kMaxChannels));
+  const double factor = parse_number(o.factor, "-f", 1, 1e6);
   const Bytes lo = parse_size(o.begin, "-b"), hi = parse_size(o.end, "-e");
+  if (lo < 1) throw UserError("command line", 0, "-b", "expected a size of at least 1 byte, got '" + o.begin + "'");
+  if (hi > kMaxSizeBytes) throw UserError("command line", 0, "-e", "expected a size up to 1024G, got '" + o.end + "'");
   if (hi < lo) throw UserError("command line", 0, "-e", "expected a maximum size >= the minimum (-b)");
-  spec.sizes_bytes = geometric_sizes(lo, hi, o.factor);
-  if (o.root < 0 || o.root >= o.gpus) throw UserError("command line", 0, "--root", "expected a rank in [0, --gpus)");
-  spec.root = o.root;
+  const double steps = factor > 1 ? std::floor(std::log(double(hi) / double(lo)) / std::log(factor)) + 1 : 1;
+  if (steps > kMaxSizes)
+    throw UserError("command line", 0, "-f",
+                    fmt::format("expected a factor that gives at most {} sizes from -b to -e; {} gives {}", kMaxSizes,
+                                o.factor, steps));
+  if (factor == 1 && hi > lo)
+    throw UserError("command line", 0, "-f", "expected a factor > 1 to step from -b to -e (or -b equal to -e)");
+  spec.sizes_bytes = geometric_sizes(lo, hi, factor);
+  spec.root = static_cast<int>(parse_integer(o.root, "--root", 0, gpus - 1));
   return spec;
 }
 
@@ -117,16 +145,16 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--algo", o->algo, "algorithm name (see `clustersim list`) or auto");
   cmd->add_option("--proto", o->proto, "LL, LL128, Simple, ideal, or auto");
   cmd->add_option("--dtype,-d", o->type, "element type (float)");
-  cmd->add_option("--channels", o->channels, "channels (default: 2 per NIC)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  cmd->add_option("--channels", o->channels, "channels, 1 to 64 (default: 2 per NIC)");
   cmd->add_option("-b,--minbytes", o->begin, "smallest size (8)");
   cmd->add_option("-e,--maxbytes", o->end, "largest size (8G)");
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
   cmd->add_option("--root", o->root, "broadcast root rank (0)");
   cmd->add_option("--json", o->json, "also write the rows as JSON to this file");
   cmd->callback([o] {
-    const Cluster cluster = load_cluster(o->cluster);
+    const Cluster cluster = load_cluster(o->cluster, "--cluster");
     const SweepSpec spec = make_spec(*o, cluster);
+    if (!o->json.empty()) check_output_path(o->json, "--json");
     const Router router(cluster);
     FabricEngine engine(cluster);
     const std::vector<SweepRow> rows = run_sweep(engine, router, spec);

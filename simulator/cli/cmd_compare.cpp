@@ -132,16 +132,22 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "write the rows as JSON");
   cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
-  cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory");
+  cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
+      ->disable_flag_override();
   cmd->callback([o] {
+    check_input_path(o->scenario, "scenario");
+    if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
     for (const std::string& name : o->schedules)
       if (!find_schedule(name))
         throw UserError("command line", 0, "--schedules",
                         "expected pipeline schedules from: " + schedule_names() + "; got '" + name + "'");
     // A bad file or override is the user's error, for every row.
-    const int scenario_chunks = load_scenario(o->scenario, o->overrides).virtual_stages;
+    const int scenario_chunks =
+        named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); }).virtual_stages;
     std::optional<KernelTable> kernels;
-    if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels);
+    if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
+    if (!o->json.empty()) check_output_path(o->json, "--json");
+    if (!o->svg.empty()) check_output_path(o->svg, "--svg");
     std::vector<nlohmann::ordered_json> rows;
     for (const std::string& name : o->schedules)
       rows.push_back(nlohmann::ordered_json::parse(

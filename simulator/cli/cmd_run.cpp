@@ -25,22 +25,33 @@ struct RunOptions {
 
 double gib(Bytes b) { return static_cast<double>(b) / (1ULL << 30); }
 
-/// "0-7,64" -> {0..7, 64}.
-std::set<int> parse_ranks(const std::string& text) {
-  std::set<int> out;
+/// GPUs kept in a trace, as ranges: "0-7,64" is {[0, 7], [64, 64]}; never one entry per GPU.
+struct RankRanges {
+  std::vector<std::pair<int, int>> ranges;
+  bool contains(int gpu) const {
+    if (ranges.empty()) return true;
+    for (const auto& [lo, hi] : ranges)
+      if (gpu >= lo && gpu <= hi) return true;
+    return false;
+  }
+};
+
+/// "0-7,64", each rank one of the scenario's `gpus`.
+RankRanges parse_ranks(const std::string& text, int gpus) {
+  RankRanges out;
+  const std::string option = "--trace-ranks";
   std::stringstream in(text);
   for (std::string part; std::getline(in, part, ',');) {
-    const auto dash = part.find('-');
-    try {
-      std::size_t used = 0;
-      const int lo = std::stoi(part.substr(0, dash), &used);
-      const int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
-      if (lo < 0 || hi < lo) throw std::invalid_argument(part);
-      for (int r = lo; r <= hi; ++r) out.insert(r);
-    } catch (const std::exception&) {
-      throw UserError("command line", 0, "--trace-ranks", "expected GPU ranges like 0-7,64, got '" + text + "'");
-    }
+    const auto dash = part.find('-', 1);
+    if (part.empty()) throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
+    const long lo = parse_integer(part.substr(0, dash), option, 0, gpus - 1);
+    const long hi = dash == std::string::npos ? lo : parse_integer(part.substr(dash + 1), option, 0, gpus - 1);
+    if (hi < lo)
+      throw UserError("command line", 0, option, "expected a range from low to high, got '" + part + "'");
+    out.ranges.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
   }
+  if (!text.empty() && text.back() == ',')
+    throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
   return out;
 }
 
@@ -140,12 +151,12 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
 }
 
 /// Chrome / Perfetto trace: one process per GPU, one thread per stream, times in microseconds.
-std::string trace_json(const RunReport& r, const std::set<int>& keep) {
+std::string trace_json(const RunReport& r, const RankRanges& keep) {
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   std::set<int> gpus;
   const std::vector<std::string> streams{"compute", "pp", "dp"};  // EP all-to-alls block compute: on its track
   for (const TraceEvent& e : r.iteration.events) {
-    if (!keep.empty() && !keep.count(e.gpu)) continue;
+    if (!keep.contains(e.gpu)) continue;
     gpus.insert(e.gpu);
     const int tid = static_cast<int>(std::find(streams.begin(), streams.end(), e.stream) - streams.begin());
     events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", e.gpu}, {"tid", tid},
@@ -173,20 +184,28 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace JSON");
   cmd->add_option("--trace-ranks", o->trace_ranks, "GPUs to keep in the trace, e.g. 0-7,64 (default: all simulated)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
-  cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when a stage does not fit in GPU memory");
+  cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when a stage does not fit in GPU memory")
+      ->disable_flag_override();
   cmd->add_option("--fold", o->fold,
                   "data-parallel replicas simulated once for several: assume (replica 0 alone, unproven; the "
                   "default), exact (where provably exact), none, all (an error unless every replica folds exactly)");
   cmd->callback([o] {
     const FoldMode fold = parse_fold(o->fold);
-    const ScenarioSpec s = load_scenario(o->scenario, o->overrides);
-    const std::set<int> keep = o->trace_ranks.empty() ? std::set<int>{} : parse_ranks(o->trace_ranks);
+    if (!o->trace_ranks.empty() && o->trace.empty())
+      throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
+    check_input_path(o->scenario, "scenario");
+    if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
+    const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
+    const RankRanges keep = o->trace_ranks.empty() ? RankRanges{} : parse_ranks(o->trace_ranks, s.gpus());
     std::optional<KernelTable> kernels;
-    if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels);
+    if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
+    // Every input is read and checked; the outputs are checked before the (long) simulation.
+    if (!o->json.empty()) check_output_path(o->json, "--json");
+    if (!o->trace.empty()) check_output_path(o->trace, "--trace");
     const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold);
-    print_report(s, r);
     if (!o->json.empty()) write_file(o->json, report_json(s, r), "--json");
     if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
+    print_report(s, r);
   });
 }
 

@@ -79,7 +79,11 @@ void add_topology_command(CLI::App& app) {
   cmd->add_option("--graphml", o->graphml, "also write the graph as GraphML to this file");
   cmd->add_option("--json", o->json, "also write the counts as JSON to this file");
   cmd->callback([o] {
-    const Cluster cluster = load_cluster(o->cluster);
+    const ClusterSpec spec = load_cluster_spec(o->cluster, "cluster");
+    if (!o->dot.empty()) check_output_path(o->dot, "--dot");
+    if (!o->graphml.empty()) check_output_path(o->graphml, "--graphml");
+    if (!o->json.empty()) check_output_path(o->json, "--json");
+    const Cluster cluster = build_cluster(spec);
     const TopologyReport report = report_topology(cluster);
     print_report(cluster, report);
     if (!o->dot.empty()) write_file(o->dot, to_graphviz(cluster), "--dot");

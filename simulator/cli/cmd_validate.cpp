@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <sstream>
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/training_run.hpp"
+#include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim::cli {
@@ -23,7 +25,7 @@ struct Row {
 };
 
 std::vector<Row> load_rows(const std::string& path) {
-  const YamlField root = YamlField::load_file(path);
+  const YamlField root = YamlField::load_file(path, "--rows");
   root.expect_keys({"rows"});
   const YamlField rows = root.child("rows");
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -31,23 +33,37 @@ std::vector<Row> load_rows(const std::string& path) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const YamlField r = rows.element(i);
     r.expect_keys({"name", "scenario", "published_iter_s", "source"});
-    out.push_back({r.child("name").as_string(), (dir / r.child("scenario").as_string()).string(),
-                   r.child("published_iter_s").as_positive(), r.child("source").as_string()});
+    const YamlField scenario = r.child("scenario");
+    const std::string resolved = (dir / scenario.as_string()).string();
+    if (auto why = input_file_problem(resolved)) scenario.fail("cannot open '" + resolved + "' (" + *why + ")");
+    out.push_back({r.child("name").as_string(), resolved, r.child("published_iter_s").as_number_in(1e-6, 1e9, "s"),
+                   r.child("source").as_string()});
   }
   return out;
 }
 
-/// A row's predicted iteration time, simulated in a child process; NaN when the scenario does
-/// not fit in memory (a bad file is the user's error, reported here in the parent).
+/// A row's predicted iteration time, simulated in a child process; NaN when the scenario does not
+/// fit in memory. Any other error in the row's files is the user's, reported as such (exit 2).
 double predict(const Row& row) {
   load_scenario(row.scenario);
   const std::string text = run_in_child([&] {
     try {
       return fmt::format("{:.17g}", run_training(load_scenario(row.scenario), false).iteration_s);
-    } catch (const UserError&) {
+    } catch (const OutOfMemoryError&) {
       return std::string("nan");
+    } catch (const UserError& e) {
+      return fmt::format("error\n{}\n{}\n{}\n{}", e.file(), e.line(), e.field_path(), e.expected());
     }
   });
+  if (text.rfind("error\n", 0) == 0) {
+    std::istringstream in(text.substr(6));
+    std::string file, line, field, expected;
+    std::getline(in, file);
+    std::getline(in, line);
+    std::getline(in, field);
+    std::getline(in, expected, '\0');
+    throw UserError(file, std::stoi(line), field, expected);
+  }
   return text == "nan" ? std::numeric_limits<double>::quiet_NaN() : std::stod(text);
 }
 

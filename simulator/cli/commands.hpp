@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "topologies/units.hpp"
+#include "topologies/user_error.hpp"
 
 namespace clustersim::cli {
 
@@ -26,5 +27,35 @@ std::string run_in_child(const std::function<std::string()>& work);
 
 /// Writes text to a file or throws UserError naming the option.
 void write_file(const std::string& path, const std::string& text, const std::string& option);
+
+// Options are read as text and converted here, so every bad value gets one line in our words that
+// names the option and the range: `command line: --channels: expected an integer from 1 to 64`.
+long parse_integer(const std::string& text, const std::string& option, long min, long max);
+double parse_number(const std::string& text, const std::string& option, double min, double max);
+
+/// An input file named by an option: it exists, is a file and is not larger than any real input.
+void check_input_path(const std::string& path, const std::string& option);
+/// An output file named by an option can be created (its folder exists and is writable, it is not a
+/// folder): checked before simulating, so an hour of work is not lost to a typo.
+void check_output_path(const std::string& path, const std::string& option);
+
+/// Runs `load`; an error about the file `path` itself (not a line in it: too large, unreadable) is
+/// given the option that named it.
+template <typename Load>
+auto named_by(const std::string& option, const std::string& path, Load load) {
+  try {
+    return load();
+  } catch (const UserError& e) {
+    if (e.file() == path && e.line() == 0 && e.field_path().empty()) throw UserError(path, 0, option, e.expected());
+    throw;
+  }
+}
+
+/// A command-line parse error in our words: the option it concerns and what was expected.
+struct CommandLineError {
+  std::string option;
+  std::string expected;
+};
+CommandLineError describe_parse_error(const CLI::ParseError& e, const CLI::App& app);
 
 }  // namespace clustersim::cli

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <iostream>
+#include <new>
+#include <sstream>
 
 #include "simulator/cli/commands.hpp"
 #include "topologies/user_error.hpp"
@@ -19,17 +21,33 @@ int run(int argc, char** argv) {
   clustersim::cli::add_topology_command(app);
   clustersim::cli::add_list_command(app);
   clustersim::cli::add_bench_command(app);
+  // A command's report is held until it has finished, so an error (an output file that cannot be
+  // written, a bad row) leaves stdout empty rather than half a report above the error line.
+  std::ostringstream held;
+  std::streambuf* const stdout_buf = std::cout.rdbuf(held.rdbuf());
+  auto error = [&](const std::string& line, int status) {
+    std::cout.rdbuf(stdout_buf);
+    std::cerr << "error: " << line << "\n";
+    return status;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
+    std::cout.rdbuf(stdout_buf);
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "error: command line: " << e.what() << "\n";
-    return 2;
+    const auto [option, expected] = clustersim::cli::describe_parse_error(e, app);
+    return error(clustersim::UserError("command line", 0, option, expected).what(), 2);
   } catch (const clustersim::UserError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return error(e.what(), 2);
+  } catch (const std::bad_alloc&) {
+    return error("out of memory: the input asks for more than this machine has", 1);
+  } catch (const std::exception& e) {
+    // Not the user's input: an invariant of ours broke. Still one line, never an abort.
+    return error(std::string("internal error (please report it): ") + e.what(), 1);
   }
+  std::cout.rdbuf(stdout_buf);
+  std::cout << held.str();
   return 0;
 }
 }  // namespace

@@ -2,12 +2,20 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <iostream>
-#include <stdexcept>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "simulator/cli/commands.hpp"
+#include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim::cli {
@@ -60,6 +68,93 @@ void write_file(const std::string& path, const std::string& text, const std::str
   out << text;
   out.close();
   if (!out) throw UserError(path, 0, option, "could not write the whole file (disk full?)");
+}
+
+long parse_integer(const std::string& text, const std::string& option, long min, long max) {
+  const std::string range = "expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
+  const std::size_t first = text.find_first_not_of("+-") == 1 ? 1 : 0;
+  if (text.size() <= first || text.find_first_not_of("0123456789", first) != std::string::npos)
+    throw UserError("command line", 0, option, range + ", got '" + text + "'");
+  errno = 0;
+  const long v = std::strtol(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || v < min || v > max) throw UserError("command line", 0, option, range + ", got " + text);
+  return v;
+}
+
+double parse_number(const std::string& text, const std::string& option, double min, double max) {
+  char* end = nullptr;
+  const double v = text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ? NAN : std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(v) || v < min || v > max)
+    throw UserError("command line", 0, option,
+                    fmt::format("expected a number from {:g} to {:g}, got '{}'", min, max, text));
+  return v;
+}
+
+void check_input_path(const std::string& path, const std::string& option) {
+  if (auto why = input_file_problem(path)) throw UserError(path, 0, option, "cannot open file (" + *why + ")");
+}
+
+void check_output_path(const std::string& path, const std::string& option) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw UserError("command line", 0, option, "expected a file name");
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw UserError(path, 0, option, "expected a file to write, got a directory");
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  if (!fs::is_directory(dir, ec)) throw UserError(path, 0, option, "cannot write: the directory '" + dir + "' does not exist");
+  if (fs::exists(path, ec) ? access(path.c_str(), W_OK) != 0 : access(dir.c_str(), W_OK | X_OK) != 0)
+    throw UserError(path, 0, option, "cannot write the file (permission denied)");
+}
+
+namespace {
+/// The option a CLI11 message starts with ("--json: 1 required TEXT missing"), if any.
+std::string leading_option(const std::string& message) {
+  const std::size_t end = message.find_first_of(": ");
+  return message.substr(0, end);
+}
+}  // namespace
+
+CommandLineError describe_parse_error(const CLI::ParseError& e, const CLI::App& app) {
+  const std::string message = e.what();
+  // The subcommand the error belongs to, to point at its --help.
+  std::string command = "clustersim";
+  for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+  const std::string help = " (see " + command + " --help)";
+  if (dynamic_cast<const CLI::RequiredError*>(&e)) {
+    if (message.rfind("A subcommand", 0) == 0 || message.rfind("Requires at least", 0) == 0) {
+      std::string names;
+      for (const CLI::App* sub : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+      const std::vector<std::string> given = app.remaining();
+      return {"", "expected a command, one of: " + names + (given.empty() ? "" : "; got '" + given.front() + "'")};
+    }
+    const std::string option = message.substr(0, message.find(" is required"));
+    return {option, "missing: expected this " + std::string(option.rfind("-", 0) == 0 ? "option" : "argument") + help};
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    // CLI11 lists them last first; an option among them is the likelier mistake.
+    std::istringstream args(message.substr(message.find(": ") + 2));
+    std::string word, first, option;
+    while (args >> word) {
+      first = word;
+      if (word.rfind("-", 0) == 0) option = word;
+    }
+    if (!option.empty()) return {option, "unknown option" + help};
+    return {"", "unexpected argument '" + first + "'" + help};
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e)) {
+    if (message.find("disallowed flag override") != std::string::npos) {
+      std::string flag = leading_option(message);  // CLI11 names a flag without its dashes here
+      if (flag.rfind("-", 0) != 0) flag = (flag.size() == 1 ? "-" : "--") + flag;
+      return {flag, "expected no value: it is a flag (give it or leave it out)"};
+    }
+    if (message.rfind("Expected exactly", 0) == 0) {
+      const std::size_t to = message.find(" to ");
+      return {to == std::string::npos ? "" : message.substr(to + 4), "expected a value" + help};
+    }
+    return {leading_option(message), "expected a value" + help};
+  }
+  if (message.rfind("-", 0) == 0) return {leading_option(message), "invalid value" + help};
+  return {"", "could not read the command line" + help};
 }
 
 }  // namespace clustersim::cli
