@@ -29,7 +29,6 @@ struct OwnFlow {
 
 struct FoldInput {
   int replicas = 1;
-  int members = 1;  // GPUs per pipeline rank of a replica
   /// copies[replica]: the replica's own flows, in the same order for every replica.
   std::vector<std::vector<OwnFlow>> copies;
   /// Flows that cross several replicas: the links each one crosses.

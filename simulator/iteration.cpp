@@ -6,9 +6,8 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "collectives/point_to_point.hpp"
-#include "simulator/collective_sweep.hpp"
 #include "simulator/fold.hpp"
+#include "simulator/pass_times.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim {
@@ -26,12 +25,6 @@ Flow delay(int gpu, Seconds duration_s) {
 
 bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == PassKind::backward_input; }
 
-/// Steps that wait on other GPUs rather than compute: what an F&B unit can hide.
-bool is_wait(SegmentKind k) {
-  return k == SegmentKind::tp_comm || k == SegmentKind::ep_comm || k == SegmentKind::imbalance ||
-         k == SegmentKind::cp_comm || k == SegmentKind::dp_comm;
-}
-
 /// Where a pass is in the flow graph, and what it waited for.
 struct PassTasks {
   int replica = 0;
@@ -45,7 +38,7 @@ struct PassTasks {
 class IterationBuilder {
  public:
   IterationBuilder(FabricEngine& engine, const Router& router, const IterationPlan& plan)
-      : engine_(engine), router_(router), plan_(plan) {}
+      : engine_(engine), router_(router), plan_(plan), times_(engine, router, plan) {}
 
   IterationResult run() {
     const ScheduleShape& shape = plan_.shape;
@@ -141,11 +134,12 @@ class IterationBuilder {
   /// Decides which replicas are simulated: those whose traffic is not provably an image of
   /// another simulated replica's (fold.hpp).
   void fold() {
+    simulated_ = {0};
+    // Nothing on the fabric, every replica runs the same steps; or folded without proof.
+    if (plan_.free_communication || plan_.fold == FoldMode::assume || replicas_ < 2) return;
     FoldInput in;
     in.replicas = replicas_;
-    in.members = members();
-    const bool check = plan_.fold == FoldMode::exact || plan_.fold == FoldMode::all;
-    if (replicas_ > 1 && check && !plan_.free_communication) {
+    if (plan_.fold != FoldMode::none) {
       const auto pairs = transfer_pairs(), syncs = sync_pairs();
       for (int d = 0; d < replicas_; ++d) {
         std::vector<OwnFlow>& own = in.copies.emplace_back();
@@ -164,20 +158,14 @@ class IterationBuilder {
           for (const auto& group : *groups)
             for (Flow& f : ring_flows(Op::all_reduce, group, 1 << 20).flows) in.shared.push_back(std::move(f.links));
     }
-    const Folding folding = fold_replicas(router_.cluster(), in, check ? plan_.fold : FoldMode::none);
-    if (plan_.free_communication || plan_.fold == FoldMode::assume) {
-      // Nothing on the fabric, every replica runs the same steps; or folded without proof.
-      simulated_ = {0};
-      simulated_as_.assign(static_cast<std::size_t>(replicas_), 0);
-      return;
-    }
+    const Folding folding = fold_replicas(router_.cluster(), in, plan_.fold);
     if (plan_.fold == FoldMode::all && folding.simulated_replicas > 1)
       throw UserError("command line", 0, "--fold",
                       "all replicas fold into one only where that is exact, and here " + folding.why_not +
                           " (use --fold exact)");
-    simulated_as_ = folding.simulated_as;
+    simulated_.clear();
     for (int d = 0; d < replicas_; ++d)
-      if (simulated_as_[static_cast<std::size_t>(d)] == d) simulated_.push_back(d);
+      if (folding.simulated_as[static_cast<std::size_t>(d)] == d) simulated_.push_back(d);
   }
 
   FlowGraph ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const {
@@ -187,127 +175,6 @@ class IterationBuilder {
 
   using PassKey = std::tuple<int, int, bool, int>;  // (replica, model stage, forward?, microbatch)
 
-  /// A TP collective shows what the compute running beside it does not hide; the weight gradient
-  /// hides it only when it runs in the same pass.
-  Seconds tp_time(int rank, const Segment& s, bool weight_in_pass) {
-    const Seconds hidden = s.hidden_s + (weight_in_pass ? s.hidden_by_weight_s : 0);
-    return std::max(0.0, collective_time(rank, s, plan_.tp_group[rank]) - hidden);
-  }
-
-  /// A context-parallel step: a ring-attention exchange shows what its compute does not hide, each
-  /// of its steps; all-gather CP is a blocking collective over the group.
-  Seconds cp_time(int rank, const Segment& s) {
-    if (s.traffic < 0) return collective_time(rank, s, plan_.cp_group[rank]);
-    return s.repeat * std::max(0.0, traffic_time(s.traffic) - s.hidden_s);
-  }
-
-  /// ZeRO-2/3's per-layer collectives run on their own stream, prefetched or overlapped with the
-  /// layer's compute: only what that compute does not hide shows.
-  Seconds zero_time(int rank, const Segment& s) {
-    const std::vector<int>& group =
-        s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank];
-    return std::max(0.0, collective_time(rank, s, group) - s.hidden_s);
-  }
-
-  Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group) {
-    if (plan_.free_communication || s.tp_bytes == 0 || group.size() < 2) return 0;
-    auto key = std::make_tuple(rank, s.group, s.tp_op, s.tp_bytes);
-    auto it = tp_cache_.find(key);
-    if (it != tp_cache_.end()) return it->second;
-    // Groups of one kind are congruent, but ranks differ in which nodes they sit on: cache per rank.
-    SweepSpec auto_pick;
-    auto_pick.op = s.tp_op;
-    auto_pick.ranks = group;
-    const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
-    const CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
-    const Seconds t = best_collective(engine_, router_, algorithms, nccl_protocols(), req).time_s;
-    tp_cache_.emplace(key, t);
-    return t;
-  }
-
-  /// An MoE all-to-all or a ring step, alone on the fabric, cached per traffic. Plain
-  /// all-to-alls go through NCCL (Simple protocol); DeepEP's kernels are not NCCL's, so they pay only
-  /// the links' latency.
-  Seconds traffic_time(int traffic) {
-    if (plan_.free_communication) return 0;
-    if (auto it = traffic_cache_.find(traffic); it != traffic_cache_.end()) return it->second;
-    const GroupTraffic& t = plan_.traffic.at(static_cast<std::size_t>(traffic));
-    const FlowGraph graph =
-        t.deepep ? lower_node_limited_all_to_all(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes,
-                                                 ideal_protocol())
-                 : lower_all_to_all_v(router_, t.gpus, t.bytes, *find_protocol("Simple"), false);
-    const Seconds time = makespan(engine_.run(graph));
-    traffic_cache_.emplace(traffic, time);
-    return time;
-  }
-
-  /// A pass's steps with their times resolved. Steps of one pass run back to back on the compute
-  /// stream, so the engine sees the pass as one timed step; the parts are kept for the breakdown
-  /// and the trace. Passes of the same (rank, stage, kind) share one shape.
-  struct Part {
-    SegmentKind kind;
-    std::string label;
-    Seconds duration_s;
-  };
-  struct PassShape {
-    std::vector<Part> parts;
-    Seconds duration_s = 0;
-  };
-
-  const PassShape& pass_shape(int rank, int stage, PassKind kind) {
-    auto key = std::make_tuple(rank, stage, kind);
-    if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
-    const StagePlan& sp = plan_.stages[stage];
-    std::vector<const std::vector<Segment>*> lists;
-    if (kind == PassKind::forward) lists = {&sp.forward};
-    if (kind == PassKind::backward) lists = {&sp.backward_input, &sp.backward_weight};
-    if (kind == PassKind::backward_input) lists = {&sp.backward_input};
-    if (kind == PassKind::backward_weight) lists = {&sp.backward_weight};
-    PassShape shape;
-    for (const auto* segments : lists)
-      for (const Segment& s : *segments) {
-        const Seconds d = s.kind == SegmentKind::tp_comm   ? tp_time(rank, s, kind == PassKind::backward)
-                          : s.kind == SegmentKind::ep_comm ? traffic_time(s.traffic)
-                          : s.kind == SegmentKind::cp_comm ? cp_time(rank, s)
-                          : s.kind == SegmentKind::dp_comm ? zero_time(rank, s)
-                                                           : s.duration_s;
-        shape.parts.push_back({s.kind, s.label, d});
-        shape.duration_s += d;
-      }
-    return shapes_.emplace(key, std::move(shape)).first->second;
-  }
-
-  /// An overlapped F&B unit (DualPipe): one microbatch's forward and another's backward on the
-  /// same GPU. Their compute shares the SMs, so it adds up; each pass's blocking communication
-  /// hides under the other's compute, so what shows is max(F compute, B comm) + max(B compute, F
-  /// comm), the overlap DualPipe is built for.
-  const PassShape& overlapped_shape(const PassShape& f, const PassShape& b) {
-    auto key = std::make_pair(&f, &b);
-    if (auto it = overlapped_.find(key); it != overlapped_.end()) return it->second;
-    auto split = [](const PassShape& s) {
-      Seconds compute = 0;
-      for (const Part& part : s.parts) compute += is_wait(part.kind) ? 0 : part.duration_s;
-      return std::pair(compute, s.duration_s - compute);
-    };
-    const auto [fc, fm] = split(f);
-    const auto [bc, bm] = split(b);
-    PassShape unit;
-    for (const PassShape* s : {&f, &b})
-      for (const Part& part : s->parts)
-        if (!is_wait(part.kind)) unit.parts.push_back(part);
-    unit.duration_s = std::max(fc, bm) + std::max(bc, fm);
-    if (unit.duration_s > fc + bc) {
-      // What stays exposed is charged to the kind of wait the pair has most of.
-      std::map<SegmentKind, Seconds> waits;
-      for (const PassShape* s : {&f, &b})
-        for (const Part& part : s->parts)
-          if (is_wait(part.kind)) waits[part.kind] += part.duration_s;
-      const auto most = std::max_element(waits.begin(), waits.end(), [](auto& a, auto& b) { return a.second < b.second; });
-      unit.parts.push_back({most->first, "F&B exposed communication", unit.duration_s - fc - bc});
-    }
-    return overlapped_.emplace(key, std::move(unit)).first->second;
-  }
-
   /// One replica's steps on one pipeline rank: its GPUs run them in lockstep.
   void add_rank_passes(int replica, int rank) {
     const ScheduleShape& shape = plan_.shape;
@@ -316,13 +183,13 @@ class IterationBuilder {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const PassOp& op = ops[i];
       const int stage = plan_.schedule->chunk_stage(shape, rank, op.chunk);
-      const PassShape* ps = &pass_shape(rank, stage, op.kind);
+      const PassShape* ps = &times_.pass(rank, stage, op.kind);
       std::optional<PassOp> partner;
       int partner_stage = -1;
       if (op.overlap_next && i + 1 < ops.size()) {
         partner = ops[++i];
         partner_stage = plan_.schedule->chunk_stage(shape, rank, partner->chunk);
-        ps = &overlapped_shape(*ps, pass_shape(rank, partner_stage, partner->kind));
+        ps = &times_.overlapped(*ps, times_.pass(rank, partner_stage, partner->kind));
       }
       Flow f = delay(gpu(replica, rank, 0), ps->duration_s);
       if (previous >= 0) f.after.push_back(previous);
@@ -392,7 +259,7 @@ class IterationBuilder {
         Segment gather;
         gather.tp_op = Op::all_gather;
         gather.tp_bytes = plan_.p2p_gather_bytes;
-        Flow g = delay(gpu(replica, consumer.rank, 0), tp_time(consumer.rank, gather, false));
+        Flow g = delay(gpu(replica, consumer.rank, 0), times_.tp_time(consumer.rank, gather, false));
         g.after.push_back(id);
         arrival = graph_.add(std::move(g));
       }
@@ -408,8 +275,7 @@ class IterationBuilder {
   /// Adds a collective's flows after `after`; returns the flows that end it.
   std::vector<FlowId> add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after) {
     if (plan_.free_communication || group.size() < 2 || bytes == 0) return {};
-    const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
-    FlowGraph sub = find_algorithm("ring")->lower(router_, req);
+    FlowGraph sub = ring_flows(op, group, bytes);
     const FlowId base = static_cast<FlowId>(graph_.flows.size());
     std::vector<FlowId> ends;
     for (Flow& f : sub.flows) {
@@ -710,12 +576,12 @@ class IterationBuilder {
   FabricEngine& engine_;
   const Router& router_;
   const IterationPlan& plan_;
+  PassTimes times_;
   FlowGraph graph_;
   std::vector<std::vector<int>> units_;  // [replica * ranks + rank] -> its GPUs
   int replicas_ = 1;
   std::vector<std::vector<std::vector<int>>> dp_groups_, expert_groups_;  // [rank] -> groups
-  std::vector<int> simulated_;     // the replicas the engine runs
-  std::vector<int> simulated_as_;  // replica -> the simulated replica it folds onto
+  std::vector<int> simulated_;  // the replicas the engine runs; the rest fold onto them
   std::vector<Step> steps_;
   std::map<PassKey, PassTasks> passes_;
   std::vector<std::vector<std::pair<int, int>>> holders_;  // model stage -> (rank, chunk) slots holding it
@@ -724,10 +590,6 @@ class IterationBuilder {
   std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
   std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for
-  std::map<std::tuple<int, CommGroup, Op, Bytes>, Seconds> tp_cache_;
-  std::map<int, Seconds> traffic_cache_;
-  std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
-  std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;
   Bytes pp_bytes_ = 0;
 };
 

@@ -1,0 +1,123 @@
+#include "simulator/pass_times.hpp"
+
+#include <algorithm>
+
+#include "collectives/point_to_point.hpp"
+#include "simulator/collective_sweep.hpp"
+
+namespace clustersim {
+
+bool is_wait(SegmentKind k) {
+  return k == SegmentKind::tp_comm || k == SegmentKind::ep_comm || k == SegmentKind::imbalance ||
+         k == SegmentKind::cp_comm || k == SegmentKind::dp_comm;
+}
+
+/// A TP collective shows what the compute running beside it does not hide; the weight gradient
+/// hides it only when it runs in the same pass.
+Seconds PassTimes::tp_time(int rank, const Segment& s, bool weight_in_pass) {
+  const Seconds hidden = s.hidden_s + (weight_in_pass ? s.hidden_by_weight_s : 0);
+  return std::max(0.0, collective_time(rank, s, plan_.tp_group[rank]) - hidden);
+}
+
+/// A context-parallel step: a ring-attention exchange shows what its compute does not hide, each
+/// of its steps; all-gather CP is a blocking collective over the group.
+Seconds PassTimes::cp_time(int rank, const Segment& s) {
+  if (s.traffic < 0) return collective_time(rank, s, plan_.cp_group[rank]);
+  return s.repeat * std::max(0.0, traffic_time(s.traffic) - s.hidden_s);
+}
+
+/// ZeRO-2/3's per-layer collectives run on their own stream, prefetched or overlapped with the
+/// layer's compute: only what that compute does not hide shows.
+Seconds PassTimes::zero_time(int rank, const Segment& s) {
+  const std::vector<int>& group =
+      s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank];
+  return std::max(0.0, collective_time(rank, s, group) - s.hidden_s);
+}
+
+Seconds PassTimes::collective_time(int rank, const Segment& s, const std::vector<int>& group) {
+  if (plan_.free_communication || s.tp_bytes == 0 || group.size() < 2) return 0;
+  auto key = std::make_tuple(rank, s.group, s.tp_op, s.tp_bytes);
+  auto it = tp_cache_.find(key);
+  if (it != tp_cache_.end()) return it->second;
+  // Groups of one kind are congruent, but ranks differ in which nodes they sit on: cache per rank.
+  SweepSpec auto_pick;
+  auto_pick.op = s.tp_op;
+  auto_pick.ranks = group;
+  const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
+  const CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
+  const Seconds t = best_collective(engine_, router_, algorithms, nccl_protocols(), req).time_s;
+  tp_cache_.emplace(key, t);
+  return t;
+}
+
+/// An MoE all-to-all or a ring step, alone on the fabric, cached per traffic. Plain
+/// all-to-alls go through NCCL (Simple protocol); DeepEP's kernels are not NCCL's, so they pay only
+/// the links' latency.
+Seconds PassTimes::traffic_time(int traffic) {
+  if (plan_.free_communication) return 0;
+  if (auto it = traffic_cache_.find(traffic); it != traffic_cache_.end()) return it->second;
+  const GroupTraffic& t = plan_.traffic.at(static_cast<std::size_t>(traffic));
+  const FlowGraph graph =
+      t.deepep ? lower_node_limited_all_to_all(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes,
+                                               ideal_protocol())
+               : lower_all_to_all_v(router_, t.gpus, t.bytes, *find_protocol("Simple"), false);
+  const Seconds time = makespan(engine_.run(graph));
+  traffic_cache_.emplace(traffic, time);
+  return time;
+}
+
+const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
+  auto key = std::make_tuple(rank, stage, kind);
+  if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
+  const StagePlan& sp = plan_.stages[stage];
+  std::vector<const std::vector<Segment>*> lists;
+  if (kind == PassKind::forward) lists = {&sp.forward};
+  if (kind == PassKind::backward) lists = {&sp.backward_input, &sp.backward_weight};
+  if (kind == PassKind::backward_input) lists = {&sp.backward_input};
+  if (kind == PassKind::backward_weight) lists = {&sp.backward_weight};
+  PassShape shape;
+  for (const auto* segments : lists)
+    for (const Segment& s : *segments) {
+      const Seconds d = s.kind == SegmentKind::tp_comm   ? tp_time(rank, s, kind == PassKind::backward)
+                        : s.kind == SegmentKind::ep_comm ? traffic_time(s.traffic)
+                        : s.kind == SegmentKind::cp_comm ? cp_time(rank, s)
+                        : s.kind == SegmentKind::dp_comm ? zero_time(rank, s)
+                                                         : s.duration_s;
+      shape.parts.push_back({s.kind, s.label, d});
+      shape.duration_s += d;
+    }
+  return shapes_.emplace(key, std::move(shape)).first->second;
+}
+
+/// An overlapped F&B unit (DualPipe): one microbatch's forward and another's backward on the
+/// same GPU. Their compute shares the SMs, so it adds up; each pass's blocking communication
+/// hides under the other's compute, so what shows is max(F compute, B comm) + max(B compute, F
+/// comm), the overlap DualPipe is built for.
+const PassShape& PassTimes::overlapped(const PassShape& f, const PassShape& b) {
+  auto key = std::make_pair(&f, &b);
+  if (auto it = overlapped_.find(key); it != overlapped_.end()) return it->second;
+  auto split = [](const PassShape& s) {
+    Seconds compute = 0;
+    for (const Part& part : s.parts) compute += is_wait(part.kind) ? 0 : part.duration_s;
+    return std::pair(compute, s.duration_s - compute);
+  };
+  const auto [fc, fm] = split(f);
+  const auto [bc, bm] = split(b);
+  PassShape unit;
+  for (const PassShape* s : {&f, &b})
+    for (const Part& part : s->parts)
+      if (!is_wait(part.kind)) unit.parts.push_back(part);
+  unit.duration_s = std::max(fc, bm) + std::max(bc, fm);
+  if (unit.duration_s > fc + bc) {
+    // What stays exposed is charged to the kind of wait the pair has most of.
+    std::map<SegmentKind, Seconds> waits;
+    for (const PassShape* s : {&f, &b})
+      for (const Part& part : s->parts)
+        if (is_wait(part.kind)) waits[part.kind] += part.duration_s;
+    const auto most = std::max_element(waits.begin(), waits.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    unit.parts.push_back({most->first, "F&B exposed communication", unit.duration_s - fc - bc});
+  }
+  return overlapped_.emplace(key, std::move(unit)).first->second;
+}
+
+}  // namespace clustersim

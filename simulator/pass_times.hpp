@@ -1,0 +1,61 @@
+#pragma once
+// How long each pass of a pipeline rank takes: its segments with their times resolved. Compute
+// comes from the plan; a blocking collective (TP, CP, ZeRO-2/3's per-layer ones, an MoE
+// all-to-all) is timed alone on the fabric once per shape and cached, and shows only what the
+// compute beside it does not hide. The iteration replays each pass as one timed step and keeps
+// the parts for the breakdown and the trace.
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "simulator/engine.hpp"
+#include "topologies/router.hpp"
+#include "workloads/iteration_plan.hpp"
+
+namespace clustersim {
+
+struct Part {
+  SegmentKind kind;
+  std::string label;
+  Seconds duration_s;
+};
+
+/// A pass's steps back to back on the compute stream, and their total.
+struct PassShape {
+  std::vector<Part> parts;
+  Seconds duration_s = 0;
+};
+
+/// Steps that wait on other GPUs rather than compute: what an F&B unit can hide.
+bool is_wait(SegmentKind k);
+
+class PassTimes {
+ public:
+  PassTimes(FabricEngine& engine, const Router& router, const IterationPlan& plan)
+      : engine_(engine), router_(router), plan_(plan) {}
+
+  /// A pass of `rank` on model `stage`; passes of the same (rank, stage, kind) share one shape,
+  /// whose reference stays valid.
+  const PassShape& pass(int rank, int stage, PassKind kind);
+  /// An overlapped F&B unit (DualPipe) of a forward and a backward shape.
+  const PassShape& overlapped(const PassShape& f, const PassShape& b);
+  /// A TP collective of `rank`: what the compute beside it does not hide.
+  Seconds tp_time(int rank, const Segment& s, bool weight_in_pass);
+
+ private:
+  Seconds cp_time(int rank, const Segment& s);
+  Seconds zero_time(int rank, const Segment& s);
+  Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group);
+  Seconds traffic_time(int traffic);
+
+  FabricEngine& engine_;
+  const Router& router_;
+  const IterationPlan& plan_;
+  std::map<std::tuple<int, CommGroup, Op, Bytes>, Seconds> tp_cache_;
+  std::map<int, Seconds> traffic_cache_;
+  std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
+  std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;
+};
+
+}  // namespace clustersim
