@@ -1,8 +1,13 @@
 #pragma once
-// The fabric engine: a SimGrid 3.32 platform built from a cluster graph (one host per GPU, one
-// split-duplex link per graph edge) that replays flow graphs with max-min bandwidth sharing.
-// SimGrid keeps one platform per process, so a process simulates one cluster.
+// The fabric engine: replays flow graphs over a cluster's links with max-min bandwidth sharing.
+// Two solvers compute the same model (plain max-min over RDMA and NVLink, see README.md):
+//  - fluid (the default): ours (fluid_solver.hpp), built to replay a whole cluster's traffic;
+//  - simgrid: SimGrid 3.32's CM02 model, the reference the fluid solver is tested against; one
+//    platform per process, so one process holds one such engine at a time.
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectives/flow.hpp"
@@ -10,21 +15,28 @@
 
 namespace clustersim {
 
-/// How SimGrid brings flows' progress up to date. Lazy (the default, fastest) updates only the flows
-/// whose share changed; on 64-GPU per-pair all-to-alls it has let a link carry 6% more than its
-/// bandwidth, where full updates (every flow, every step) keep every link within it. Full serves as
-/// the reference that per-link all-to-alls are checked against.
-enum class SolverUpdates { lazy, full };
+/// simgrid_full is SimGrid with full updates (`network/optim:Full`): lazy updates (simgrid) have
+/// let a link carry 6% more than its bandwidth on 64-GPU per-pair all-to-alls; full ones keep every
+/// link within it.
+enum class Solver { fluid, simgrid, simgrid_full };
+
+std::string_view to_string(Solver s);
+std::optional<Solver> find_solver(std::string_view name);
+/// Every solver's name, for `clustersim list` and option errors.
+std::vector<std::string> solver_names();
+std::string_view solver_description(Solver s);
 
 class FabricEngine {
  public:
-  explicit FabricEngine(const Cluster& cluster, SolverUpdates updates = SolverUpdates::lazy);
+  explicit FabricEngine(const Cluster& cluster, Solver solver = Solver::fluid);
   ~FabricEngine();
   FabricEngine(const FabricEngine&) = delete;
   FabricEngine& operator=(const FabricEngine&) = delete;
 
   /// Runs every flow once its predecessors finished; returns each flow's finish time, from the call.
   std::vector<Seconds> run(const FlowGraph& graph);
+
+  Solver solver() const;
 
  private:
   struct Impl;

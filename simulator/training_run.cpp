@@ -70,7 +70,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 
 }  // namespace
 
-RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold) {
+RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver) {
   IterationPlan plan = plan_iteration(s, kernels);
   plan.fold = fold;
   const std::vector<StageMemory> memory = plan_memory(s, plan);
@@ -89,7 +89,7 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
 
   const Cluster cluster = build_cluster(s.cluster);
   const Router router(cluster);
-  FabricEngine engine(cluster);
+  FabricEngine engine(cluster, solver);
   RunReport report;
   report.scenario = s.name;
   report.iteration = simulate_iteration(engine, router, plan);

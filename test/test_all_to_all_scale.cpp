@@ -55,7 +55,7 @@ struct Times {
 
 Times both_ways(const Cluster& cluster, const Matrix& bytes, const Protocol& protocol, bool pxn) {
   const Router router(cluster);
-  FabricEngine engine(cluster, SolverUpdates::full);
+  FabricEngine engine(cluster, Solver::simgrid_full);
   const std::vector<int> gpus = first_gpus(kGpus);
   const FlowGraph pairs = lower_all_to_all_v(router, gpus, bytes, protocol, pxn, AllToAllFlows::per_pair);
   const FlowGraph links = lower_all_to_all_v(router, gpus, bytes, protocol, pxn, AllToAllFlows::per_link);
@@ -147,7 +147,7 @@ TEST_CASE("DeepEP's node-limited skewed dispatch summed per link takes the per-p
       if (j != i) nvlink[t.relay(i, j)][j] += t.nvlink_tokens[i][j] * per_token;
   }
   const Router router(cluster);
-  FabricEngine engine(cluster, SolverUpdates::full);
+  FabricEngine engine(cluster, Solver::simgrid_full);
   const std::vector<int> gpus = first_gpus(kGpus);
   const Seconds per_pair_s = makespan(engine.run(
       lower_node_limited_all_to_all(router, gpus, 8, network, nvlink, ideal_protocol(), AllToAllFlows::per_pair)));
@@ -163,7 +163,7 @@ TEST_CASE("SimGrid splits a saturated link between two flows in inverse proporti
   // when their transfers share latencies, and within a fraction of a percent here.
   const Cluster& cluster = test::shipped_cluster(kRails);
   const Router router(cluster);
-  FabricEngine engine(cluster, SolverUpdates::full);
+  FabricEngine engine(cluster, Solver::simgrid_full);
   const LinkId link = cluster.gpu_switch_link[0];
   const double bw = cluster.effective_bandwidth_Bps(link), size = 1e9, a = 1e-6, b = 3e-6;
   FlowGraph graph;

@@ -34,6 +34,7 @@ struct Options {
   std::string factor = "2";
   std::string root = "0";
   std::string json;
+  std::string solver = "fluid";
 };
 
 SweepSpec make_spec(const Options& o, const Cluster& cluster) {
@@ -151,12 +152,14 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
   cmd->add_option("--root", o->root, "broadcast root rank (0)");
   cmd->add_option("--json", o->json, "also write the rows as JSON to this file");
+  cmd->add_option("--solver", o->solver, "max-min solver: fluid (the default), simgrid or simgrid-full");
   cmd->callback([o] {
+    const Solver solver = parse_solver(o->solver);
     const Cluster cluster = load_cluster(o->cluster, "--cluster");
     const SweepSpec spec = make_spec(*o, cluster);
     if (!o->json.empty()) check_output_path(o->json, "--json");
     const Router router(cluster);
-    FabricEngine engine(cluster);
+    FabricEngine engine(cluster, solver);
     const std::vector<SweepRow> rows = run_sweep(engine, router, spec);
     print_table(*o, cluster, spec, rows);
     if (!o->json.empty()) write_file(o->json, to_json(*o, cluster, spec, rows), "--json");

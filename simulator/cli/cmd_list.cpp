@@ -5,6 +5,7 @@
 
 #include "collectives/collective.hpp"
 #include "simulator/cli/commands.hpp"
+#include "simulator/engine.hpp"
 #include "topologies/fabric.hpp"
 #include "workloads/schedule.hpp"
 
@@ -28,6 +29,9 @@ void add_list_command(CLI::App& app) {
     std::cout << fmt::format("  {:<8} full bandwidth, no protocol latency (closed-form checks)\n", "ideal");
     std::cout << "fabrics:\n";
     for (const FabricBuilder* f : all_fabrics()) std::cout << fmt::format("  {:<15} {}\n", f->name(), f->description());
+    std::cout << "solvers:\n";
+    for (const std::string& name : solver_names())
+      std::cout << fmt::format("  {:<14} {}\n", name, solver_description(*find_solver(name)));
     std::cout << "pipeline schedules:\n";
     for (const Schedule* s : all_schedules()) {
       const int v = s->chunks_required();

@@ -21,6 +21,7 @@ struct RunOptions {
   std::string json, trace, trace_ranks, kernels;
   bool allow_oom = false;
   std::string fold = "assume";
+  std::string solver = "fluid";
 };
 
 double gib(Bytes b) { return static_cast<double>(b) / (1ULL << 30); }
@@ -189,8 +190,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--fold", o->fold,
                   "data-parallel replicas simulated once for several: assume (replica 0 alone, unproven; the "
                   "default), exact (where provably exact), none, all (an error unless every replica folds exactly)");
+  cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
   cmd->callback([o] {
     const FoldMode fold = parse_fold(o->fold);
+    const Solver solver = parse_solver(o->solver);
     if (!o->trace_ranks.empty() && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
@@ -202,7 +205,7 @@ void add_run_command(CLI::App& app) {
     // Every input is read and checked; the outputs are checked before the (long) simulation.
     if (!o->json.empty()) check_output_path(o->json, "--json");
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
-    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold);
+    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver);
     if (!o->json.empty()) write_file(o->json, report_json(s, r), "--json");
     if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
     print_report(s, r);

@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <string>
+
+#include "simulator/engine.hpp"
 #include <vector>
 
 #include "topologies/units.hpp"
@@ -32,6 +34,8 @@ void write_file(const std::string& path, const std::string& text, const std::str
 // names the option and the range: `command line: --channels: expected an integer from 1 to 64`.
 long parse_integer(const std::string& text, const std::string& option, long min, long max);
 double parse_number(const std::string& text, const std::string& option, double min, double max);
+/// --solver: one of solver_names() (engine.hpp).
+Solver parse_solver(const std::string& text);
 
 /// An input file named by an option: it exists, is a file and is not larger than any real input.
 void check_input_path(const std::string& path, const std::string& option);

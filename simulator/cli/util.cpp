@@ -157,4 +157,11 @@ CommandLineError describe_parse_error(const CLI::ParseError& e, const CLI::App& 
   return {"", "could not read the command line" + help};
 }
 
+Solver parse_solver(const std::string& text) {
+  if (auto s = find_solver(text)) return *s;
+  std::string names;
+  for (const std::string& n : solver_names()) names += (names.empty() ? "" : ", ") + n;
+  throw UserError("command line", 0, "--solver", "expected one of " + names + ", got '" + text + "'");
+}
+
 }  // namespace clustersim::cli

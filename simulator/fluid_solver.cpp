@@ -1,0 +1,422 @@
+#include "simulator/fluid_solver.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+namespace clustersim {
+
+namespace {
+
+enum class EventKind : std::uint8_t { latency_paid, bytes_sent };
+
+struct Event {
+  Seconds at;
+  std::uint64_t order;  // ties end in the order they were scheduled: results are deterministic
+  FlowId flow;
+  std::uint32_t version;  // a bytes_sent event is stale once its flow's rate changed
+  EventKind kind;
+  bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
+};
+
+/// A flow that is moving bytes: its links (each once, with how many times the route lists it),
+/// and where it sits in each link's list.
+struct Moving {
+  FlowId flow = -1;
+  double weight = 1;  // 1 / sharing penalty
+  double rate_Bps = 0;
+  double remaining_bytes = 0;  // at `since`
+  Seconds since = 0;
+  std::vector<std::pair<LinkDir, double>> links;
+  std::vector<std::size_t> slot;  // slot[k]: its place in on_link[links[k].first]
+  LinkDir bottleneck = -1;  // the full link its rate is set by
+  // Scratch of one solve.
+  double new_rate_Bps = 0;
+  LinkDir new_bottleneck = -1;
+  bool fixed = false;
+  std::uint64_t region = 0;
+};
+
+struct OnLink {
+  int moving;    // index into movers
+  int position;  // which of that mover's links this is
+};
+
+class Run {
+ public:
+  Run(const std::vector<double>& capacity_Bps, const FlowGraph& graph, long& solves, long& rated)
+      : cap_(capacity_Bps), graph_(graph), solves_(solves), rated_(rated) {
+    const std::size_t n = graph.flows.size();
+    finish_.assign(n, -1.0);
+    waiting_.assign(n, 0);
+    version_.assign(n, 0);
+    mover_of_.assign(n, -1);
+    std::vector<int> count(n + 1, 0);
+    for (const Flow& f : graph.flows)
+      for (FlowId before : f.after) ++count[static_cast<std::size_t>(before) + 1];
+    for (std::size_t i = 0; i < n; ++i) count[i + 1] += count[i];
+    succ_begin_ = count;
+    succ_.resize(static_cast<std::size_t>(count[n]));
+    for (FlowId id = 0; id < static_cast<FlowId>(n); ++id)
+      for (FlowId before : graph.flows[static_cast<std::size_t>(id)].after) {
+        succ_[static_cast<std::size_t>(count[static_cast<std::size_t>(before)]++)] = id;
+        ++waiting_[static_cast<std::size_t>(id)];
+      }
+    merge_identical_links();
+    on_link_.resize(cap_.size());
+    link_seen_.assign(cap_.size(), 0);
+    link_left_.assign(cap_.size(), 0);
+    link_usage_.assign(cap_.size(), 0);
+    link_unfixed_.assign(cap_.size(), 0);
+  }
+
+  std::vector<Seconds> go() {
+    for (FlowId id = static_cast<FlowId>(finish_.size()) - 1; id >= 0; --id)
+      if (waiting_[static_cast<std::size_t>(id)] == 0) pending_.push_back(id);
+    drain();
+    settle();
+    while (!events_.empty()) {
+      now_ = events_.top().at;
+      // Ends within rounding of one another are one instant: one solve for all of them.
+      const Seconds until = now_ + 1e-12 * std::max(1.0, now_);
+      while (!events_.empty() && events_.top().at <= until) {
+        const Event e = events_.top();
+        events_.pop();
+        handle(e);
+        drain();
+      }
+      settle();
+    }
+    return std::move(finish_);
+  }
+
+ private:
+  /// Links that carry exactly the same flows, as often, over the whole run load alike at every
+  /// instant, so only the narrowest of them can bind: each flow keeps that one (an exact cut of the
+  /// solver's work; a chain GPU -> PCIe -> NIC -> leaf port often collapses to one link). Sets are
+  /// compared by two independent 64-bit hashes of (flow, times listed) and their count.
+  void merge_identical_links() {
+    struct Sum {
+      std::uint64_t a = 0, b = 0;
+      std::size_t count = 0;
+    };
+    std::vector<Sum> sums(cap_.size());
+    std::vector<LinkDir> sorted;
+    for (std::size_t id = 0; id < graph_.flows.size(); ++id) {
+      const Flow& f = graph_.flows[id];
+      if (f.links.empty() || f.size_bytes == 0) continue;
+      sorted = f.links;
+      std::sort(sorted.begin(), sorted.end());
+      for (std::size_t i = 0; i < sorted.size();) {
+        std::size_t j = i;
+        while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+        const std::uint64_t key = static_cast<std::uint64_t>(id) * 1024 + (j - i);
+        Sum& s = sums[static_cast<std::size_t>(sorted[i])];
+        s.a += mix(key);
+        s.b += mix(key ^ 0x9e3779b97f4a7c15ULL);
+        ++s.count;
+        i = j;
+      }
+    }
+    rep_.resize(cap_.size());
+    std::map<std::tuple<std::uint64_t, std::uint64_t, std::size_t>, LinkDir> first;
+    for (LinkDir l = 0; l < static_cast<LinkDir>(cap_.size()); ++l) {
+      const Sum& s = sums[static_cast<std::size_t>(l)];
+      rep_[static_cast<std::size_t>(l)] = l;
+      if (s.count == 0) continue;
+      auto [it, fresh] = first.emplace(std::make_tuple(s.a, s.b, s.count), l);
+      if (!fresh && cap_[static_cast<std::size_t>(l)] < cap_[static_cast<std::size_t>(it->second)]) it->second = l;
+    }
+    for (LinkDir l = 0; l < static_cast<LinkDir>(cap_.size()); ++l) {
+      const Sum& s = sums[static_cast<std::size_t>(l)];
+      if (s.count > 0) rep_[static_cast<std::size_t>(l)] = first.at(std::make_tuple(s.a, s.b, s.count));
+    }
+  }
+
+  static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+
+  void schedule(Seconds at, FlowId flow, EventKind kind) {
+    events_.push({at, order_++, flow, version_[static_cast<std::size_t>(flow)], kind});
+  }
+
+  /// Starts the flows whose predecessors have all finished, and those that become ready through
+  /// them (a chain of empty steps ends at once): a work list, not recursion, however long the chain.
+  void drain() {
+    while (!pending_.empty()) {
+      const FlowId id = pending_.back();
+      pending_.pop_back();
+      const Flow& f = graph_.flows[static_cast<std::size_t>(id)];
+      if (f.latency_s > 0)
+        schedule(now_ + f.latency_s, id, EventKind::latency_paid);
+      else
+        start_bytes(id);
+    }
+  }
+
+  void start_bytes(FlowId id) {
+    const Flow& f = graph_.flows[static_cast<std::size_t>(id)];
+    if (f.links.empty() || f.size_bytes == 0) return end(id);
+    int m;
+    if (!free_.empty()) {
+      m = free_.back();
+      free_.pop_back();
+    } else {
+      m = static_cast<int>(movers_.size());
+      movers_.emplace_back();
+    }
+    Moving& mv = movers_[static_cast<std::size_t>(m)];
+    mv.flow = id;
+    mv.weight = 1.0 / (f.latency_s > 0 ? f.latency_s : 1.0);
+    mv.rate_Bps = 0;
+    mv.remaining_bytes = static_cast<double>(f.size_bytes);
+    mv.since = now_;
+    mv.links.clear();
+    std::vector<LinkDir> sorted = f.links;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size();) {
+      std::size_t j = i;
+      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+      // One link of each class of identical ones: the narrowest, listed as often as this one.
+      mv.links.emplace_back(rep_[static_cast<std::size_t>(sorted[i])], static_cast<double>(j - i));
+      i = j;
+    }
+    std::sort(mv.links.begin(), mv.links.end());
+    mv.links.erase(std::unique(mv.links.begin(), mv.links.end(),
+                               [](const auto& x, const auto& y) { return x.first == y.first; }),
+                   mv.links.end());
+    mv.slot.resize(mv.links.size());
+    for (std::size_t k = 0; k < mv.links.size(); ++k) {
+      auto& list = on_link_[static_cast<std::size_t>(mv.links[k].first)];
+      mv.slot[k] = list.size();
+      list.push_back({m, static_cast<int>(k)});
+      touch(mv.links[k].first);
+    }
+    mover_of_[static_cast<std::size_t>(id)] = m;
+  }
+
+  void stop_bytes(int m) {
+    Moving& mv = movers_[static_cast<std::size_t>(m)];
+    for (std::size_t k = 0; k < mv.links.size(); ++k) {
+      const LinkDir l = mv.links[k].first;
+      auto& list = on_link_[static_cast<std::size_t>(l)];
+      const std::size_t at = mv.slot[k];
+      list[at] = list.back();
+      list.pop_back();
+      if (at < list.size()) movers_[static_cast<std::size_t>(list[at].moving)].slot[static_cast<std::size_t>(list[at].position)] = at;
+      touch(l);
+    }
+    mover_of_[static_cast<std::size_t>(mv.flow)] = -1;
+    mv.flow = -1;
+    free_.push_back(m);
+  }
+
+  void end(FlowId id) {
+    finish_[static_cast<std::size_t>(id)] = now_;
+    for (int k = succ_begin_[static_cast<std::size_t>(id)]; k < succ_begin_[static_cast<std::size_t>(id) + 1]; ++k) {
+      const FlowId next = succ_[static_cast<std::size_t>(k)];
+      if (--waiting_[static_cast<std::size_t>(next)] == 0) pending_.push_back(next);
+    }
+  }
+
+  void handle(const Event& e) {
+    if (e.kind == EventKind::latency_paid) return start_bytes(e.flow);
+    const int m = mover_of_[static_cast<std::size_t>(e.flow)];
+    if (m < 0 || e.version != version_[static_cast<std::size_t>(e.flow)]) return;  // rescheduled since
+    stop_bytes(m);
+    end(e.flow);
+  }
+
+  void touch(LinkDir l) {
+    if (link_seen_[static_cast<std::size_t>(l)] == dirty_mark_) return;
+    link_seen_[static_cast<std::size_t>(l)] = dirty_mark_;
+    dirty_.push_back(l);
+  }
+
+  /// Re-solves the rates around the links touched since the last solve and reschedules the ends
+  /// of the flows whose rate changed. Max-min holds exactly when every flow has a bottleneck: a
+  /// full link on which no flow has a higher level (rate / weight). The region starts as the flows
+  /// on the touched links; it is solved with every other flow held at its rate, then any flow the
+  /// new rates leave without a bottleneck (or above a region flow on the region flow's bottleneck)
+  /// joins it, until none does. A flow elsewhere keeps its rate and its scheduled end: most
+  /// changes stay within a few flows, where re-solving the whole coupled component (everything a
+  /// long ring touches) would cost thousands.
+  void settle() {
+    if (dirty_.empty()) return;
+    const std::uint64_t region = ++mark_;
+    region_.clear();
+    for (LinkDir l : dirty_)
+      for (const OnLink& o : on_link_[static_cast<std::size_t>(l)]) join(o.moving, region);
+    dirty_.clear();
+    dirty_mark_ = ++mark_;  // the next touched set starts clean
+    if (region_.empty()) return;
+    for (;;) {
+      solve_region(region);
+      ++solves_;
+      const std::size_t before = region_.size();
+      pull_unsettled(region);
+      if (region_.size() == before) break;
+    }
+    for (int m : region_) {
+      Moving& mv = movers_[static_cast<std::size_t>(m)];
+      mv.bottleneck = mv.new_bottleneck;
+      if (mv.new_rate_Bps == mv.rate_Bps) continue;
+      mv.remaining_bytes = std::max(0.0, mv.remaining_bytes - mv.rate_Bps * (now_ - mv.since));
+      mv.since = now_;
+      mv.rate_Bps = mv.new_rate_Bps;
+      ++version_[static_cast<std::size_t>(mv.flow)];
+      ++rated_;
+      schedule(now_ + mv.remaining_bytes / mv.rate_Bps, mv.flow, EventKind::bytes_sent);
+    }
+  }
+
+  void join(int m, std::uint64_t region) {
+    Moving& mv = movers_[static_cast<std::size_t>(m)];
+    if (mv.region == region) return;
+    mv.region = region;
+    region_.push_back(m);
+  }
+
+  static double level(const Moving& mv, bool in_region) { return (in_region ? mv.new_rate_Bps : mv.rate_Bps) / mv.weight; }
+
+  /// Weighted progressive filling over the region, on what the flows outside it leave of each
+  /// link: the link that fills first at the common level fixes its flows at level x weight.
+  /// Fixing a flow at a level no higher than a link's own (left / usage) can only raise that
+  /// link's level, so a key in the heap is a lower bound: a popped key that has risen goes back.
+  void solve_region(std::uint64_t region) {
+    using Key = std::pair<double, LinkDir>;
+    const std::uint64_t here = ++mark_;
+    region_links_.clear();
+    for (int m : region_) {
+      Moving& mv = movers_[static_cast<std::size_t>(m)];
+      mv.fixed = false;
+      for (const auto& [l, coefficient] : mv.links) {
+        const std::size_t i = static_cast<std::size_t>(l);
+        if (link_seen_[i] != here) {
+          link_seen_[i] = here;
+          region_links_.push_back(l);
+          link_usage_[i] = 0;
+          link_unfixed_[i] = 0;
+        }
+        link_usage_[i] += coefficient * mv.weight;
+        ++link_unfixed_[i];
+      }
+    }
+    heap_.clear();
+    for (LinkDir l : region_links_) {
+      const std::size_t i = static_cast<std::size_t>(l);
+      double outside = 0;
+      for (const OnLink& o : on_link_[i]) {
+        const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
+        if (g.region != region) outside += g.links[static_cast<std::size_t>(o.position)].second * g.rate_Bps;
+      }
+      link_left_[i] = std::max(0.0, cap_[i] - outside);
+      heap_.push_back({link_left_[i] / link_usage_[i], l});
+    }
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<Key>());
+    double fill = 0;
+    while (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<Key>());
+      const auto [key, l] = heap_.back();
+      heap_.pop_back();
+      const std::size_t i = static_cast<std::size_t>(l);
+      if (link_unfixed_[i] == 0) continue;
+      const double now_key = std::max(0.0, link_left_[i]) / link_usage_[i];
+      if (now_key > key * (1 + 1e-12) && !heap_.empty() && now_key > heap_.front().first) {
+        heap_.push_back({now_key, l});
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<Key>());
+        continue;
+      }
+      fill = std::max(fill, now_key);  // rounding cannot lower it
+      for (const OnLink& o : on_link_[i]) {
+        Moving& mv = movers_[static_cast<std::size_t>(o.moving)];
+        if (mv.region != region || mv.fixed) continue;
+        mv.fixed = true;
+        mv.new_rate_Bps = fill * mv.weight;
+        mv.new_bottleneck = l;
+        for (const auto& [l2, coefficient] : mv.links) {
+          const std::size_t j = static_cast<std::size_t>(l2);
+          link_left_[j] -= coefficient * mv.new_rate_Bps;
+          link_usage_[j] -= coefficient * mv.weight;
+          --link_unfixed_[j];
+        }
+      }
+    }
+  }
+
+  /// Adds to the region every outside flow the region's new rates unsettle: one above a region
+  /// flow on that flow's bottleneck (it must yield), and one whose bottleneck the region touched
+  /// and left not full, or where a region flow now rises above it (it may take more, or less).
+  void pull_unsettled(std::uint64_t region) {
+    constexpr double kSlack = 1e-9;
+    pulled_.clear();
+    for (int m : region_) {
+      const Moving& mv = movers_[static_cast<std::size_t>(m)];
+      const double mine = level(mv, true) * (1 + kSlack);
+      for (const OnLink& o : on_link_[static_cast<std::size_t>(mv.new_bottleneck)]) {
+        const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
+        if (g.region != region && level(g, false) > mine) pulled_.push_back(o.moving);
+      }
+    }
+    for (LinkDir l : region_links_) {
+      const std::size_t i = static_cast<std::size_t>(l);
+      bool bottleneck_of_outside = false;
+      double load = 0, top = 0;
+      for (const OnLink& o : on_link_[i]) {
+        const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
+        const bool in = g.region == region;
+        load += g.links[static_cast<std::size_t>(o.position)].second * (in ? g.new_rate_Bps : g.rate_Bps);
+        top = std::max(top, level(g, in));
+        bottleneck_of_outside |= !in && g.bottleneck == l;
+      }
+      if (!bottleneck_of_outside) continue;
+      const bool full = load >= cap_[i] * (1 - kSlack);
+      for (const OnLink& o : on_link_[i]) {
+        const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
+        if (g.region != region && g.bottleneck == l && (!full || level(g, false) < top * (1 - kSlack)))
+          pulled_.push_back(o.moving);
+      }
+    }
+    for (int m : pulled_) join(m, region);
+  }
+
+  const std::vector<double>& cap_;
+  const FlowGraph& graph_;
+  long& solves_;
+  long& rated_;
+  Seconds now_ = 0;
+  std::uint64_t order_ = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::vector<Seconds> finish_;
+  std::vector<int> waiting_, succ_begin_;
+  std::vector<FlowId> succ_, pending_;
+  std::vector<std::uint32_t> version_;
+  std::vector<int> mover_of_;
+  std::vector<Moving> movers_;
+  std::vector<int> free_;
+  std::vector<std::vector<OnLink>> on_link_;
+  std::vector<std::uint64_t> link_seen_;
+  std::vector<double> link_left_, link_usage_;
+  std::vector<int> link_unfixed_;
+  std::vector<LinkDir> dirty_, region_links_, rep_;
+  std::vector<std::pair<double, LinkDir>> heap_;
+  std::vector<int> region_, pulled_;
+  std::uint64_t mark_ = 1, dirty_mark_ = 1;
+};
+
+}  // namespace
+
+FluidSolver::FluidSolver(std::vector<double> capacity_Bps) : capacity_Bps_(std::move(capacity_Bps)) {}
+
+std::vector<Seconds> FluidSolver::run(const FlowGraph& graph) {
+  solves_ = rated_flows_ = 0;
+  return Run(capacity_Bps_, graph, solves_, rated_flows_).go();
+}
+
+}  // namespace clustersim

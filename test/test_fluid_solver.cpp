@@ -1,0 +1,210 @@
+// The fluid solver computes SimGrid's max-min (CM02 with the engine's settings) at a fraction of its
+// cost: the same finish times on flow graphs that stress what it does differently (rates re-solved
+// only around what changed, identical links merged, steps without links kept off the solver), and
+// closed forms for what it must get right on its own.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "collectives/collective.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/fluid_solver.hpp"
+#include "simulator/iteration.hpp"
+#include "support.hpp"
+#include "topologies/router.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+/// 64 DGX-A100-like nodes of one GPU and one NIC on a 2-tier fat tree whose leaves are 4:1
+/// oversubscribed: uplinks are where flows meet.
+std::string oversubscribed_fat_tree() {
+  return R"(
+name: diff-fat-tree
+gpu: H100-SXM
+link_types:
+  nvlink: {bandwidth_efficiency: 1.0}
+  net: {bandwidth_efficiency: 0.9}
+  pcie: {bandwidth_efficiency: 1.0}
+node:
+  gpus: 2
+  scale_up: {topology: nvswitch, link_type: nvlink, bandwidth_GBps: 400, latency_us: 0.1}
+  nics: {count: 2, link_type: net, bandwidth_Gbps: 400, latency_us: 0.7, gpus: [0, 1]}
+  pcie: {link_type: pcie, bandwidth_GBps: 30, latency_us: 0.4}
+fabric:
+  type: fat_tree
+  nodes: 32
+  link_type: net
+  bandwidth_Gbps: 200
+  latency_us: 0.3
+  tiers:
+    - {radix: 10, oversubscription: 4}
+    - {radix: 16}
+)";
+}
+
+/// A random flow graph: point-to-point flows between random GPUs on hashed paths, rings, steps
+/// without links, random sizes and latencies, each flow after up to three earlier ones.
+FlowGraph random_graph(const Router& router, int gpus, unsigned seed, int flows) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> gpu(0, gpus - 1), kind(0, 9);
+  std::uniform_real_distribution<double> unit(0, 1);
+  FlowGraph g;
+  for (int i = 0; i < flows; ++i) {
+    Flow f;
+    const int k = kind(rng);
+    if (k == 0) {  // a compute step
+      f.src_gpu = f.dst_gpu = gpu(rng);
+      f.latency_s = 1e-4 * unit(rng);
+    } else if (k == 1 && i > 8) {  // a ring channel's worth of flows
+      std::vector<int> group;
+      for (int m = 0; m < 6; ++m) group.push_back(gpu(rng));
+      std::sort(group.begin(), group.end());
+      group.erase(std::unique(group.begin(), group.end()), group.end());
+      if (group.size() < 2) continue;
+      const CollectiveRequest req{Op::all_reduce, group, static_cast<Bytes>(1e6 + 3e7 * unit(rng)), 2, *find_protocol("Simple"), 0};
+      FlowGraph ring = find_algorithm("ring")->lower(router, req);
+      const FlowId base = static_cast<FlowId>(g.flows.size());
+      const FlowId after = std::uniform_int_distribution<int>(0, static_cast<int>(g.flows.size()) - 1)(rng);
+      for (Flow& rf : ring.flows) {
+        for (FlowId& a : rf.after) a += base;
+        if (rf.after.empty()) rf.after.push_back(after);
+        g.add(std::move(rf));
+      }
+      continue;
+    } else {
+      f.src_gpu = gpu(rng);
+      f.dst_gpu = gpu(rng);
+      if (f.src_gpu == f.dst_gpu) f.dst_gpu = (f.dst_gpu + 1) % gpus;
+      const Route r = router.route(f.src_gpu, f.dst_gpu, flow_hash(f.src_gpu, f.dst_gpu, static_cast<int>(rng() % 4)));
+      f.links = r.links;
+      f.latency_s = r.latency_s;
+      f.size_bytes = static_cast<Bytes>(1e3 + 5e7 * unit(rng) * unit(rng));
+    }
+    const int preds = g.flows.empty() ? 0 : static_cast<int>(rng() % 4);
+    for (int p = 0; p < preds; ++p)
+      f.after.push_back(std::uniform_int_distribution<int>(0, static_cast<int>(g.flows.size()) - 1)(rng));
+    g.add(std::move(f));
+  }
+  return g;
+}
+
+std::vector<double> capacities(const Cluster& c) {
+  std::vector<double> out(2 * c.links.size());
+  for (LinkId l = 0; l < static_cast<LinkId>(c.links.size()); ++l) out[forward(l)] = out[backward(l)] = c.effective_bandwidth_Bps(l);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the fluid solver gives SimGrid's finish times on random flow graphs over an oversubscribed fat tree") {
+  const Cluster c = test::cluster_from_yaml(oversubscribed_fat_tree());
+  const Router router(c);
+  FabricEngine simgrid(c, Solver::simgrid_full);
+  FluidSolver fluid(capacities(c));
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    const FlowGraph g = random_graph(router, c.gpu_count(), seed, 600);
+    const std::vector<Seconds> want = simgrid.run(g), got = fluid.run(g);
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(want[i], 1e-6));
+    INFO("seed " << seed << ": " << g.flows.size() << " flows, " << fluid.solves() << " solves");
+    CHECK(worst < 1e-6);
+    CHECK(makespan(got) > 0);
+  }
+}
+
+TEST_CASE("the fluid solver gives SimGrid's iteration on every GPU's traffic of a two-node job") {
+  // Two DGX-like nodes per leaf pair, eight DP groups of two (one per TP rank) after one pipeline
+  // step: the gradient rings of every TP rank meet on the leaf uplinks.
+  const Cluster c = test::cluster_from_yaml(oversubscribed_fat_tree());
+  const Router router(c);
+  IterationPlan plan;
+  plan.schedule = find_schedule("1f1b");
+  plan.shape = ScheduleShape{2, 4, 1, 0};
+  StagePlan sp;
+  sp.forward = {{SegmentKind::compute, "fwd", 1e-3}};
+  sp.backward_input = {{SegmentKind::compute, "bwd", 2e-3}};
+  sp.gradient_bytes = 200'000'000;
+  sp.activation_bytes = 20'000'000;
+  plan.stages = {sp, sp};
+  plan.rank_gpu = {0, 2};
+  plan.replicas = 4;
+  for (int d = 0; d < 4; ++d)
+    for (int r = 0; r < 2; ++r) plan.unit_gpus.push_back({16 * d + 2 * r, 16 * d + 2 * r + 1});
+  for (int r = 0; r < 2; ++r) {
+    plan.dp_groups.emplace_back();
+    for (int t = 0; t < 2; ++t) {
+      std::vector<int> group;
+      for (int d = 0; d < 4; ++d) group.push_back(16 * d + 2 * r + t);
+      plan.dp_groups.back().push_back(group);
+    }
+    plan.dp_group.push_back(plan.dp_groups.back()[0]);
+    plan.tp_group.push_back({2 * r, 2 * r + 1});
+  }
+  plan.expert_dp_groups = {{}, {}};
+  plan.overlap_grad_reduce = false;
+  plan.channels = 4;
+  plan.fold = FoldMode::none;
+  FabricEngine reference(c, Solver::simgrid_full), ours(c, Solver::fluid);
+  const Seconds want = simulate_iteration(reference, router, plan).iteration_s;
+  const Seconds got = simulate_iteration(ours, router, plan).iteration_s;
+  CHECK(got == Approx(want).epsilon(1e-9));
+}
+
+TEST_CASE("the fluid solver shares a link by weight, counts a link listed twice twice, and times steps without links") {
+  // Two links of 1 GB/s. Flow a (latency 1 us) crosses link 0; flow b (latency 3 us) crosses
+  // link 0 and link 1; flow c (latency 2 us) crosses link 1 twice (a ring's two hops on one link).
+  FluidSolver fluid({1e9, 1e9});
+  FlowGraph g;
+  Flow a, b, c, step;
+  a.links = {0};
+  a.latency_s = 1e-6;
+  a.size_bytes = 1'000'000;
+  b.links = {0, 1};
+  b.latency_s = 3e-6;
+  b.size_bytes = 1'000'000;
+  c.links = {1, 1};
+  c.latency_s = 2e-6;
+  c.size_bytes = 1'000'000;
+  step.latency_s = 5e-3;
+  step.after = {0};
+  g.add(a);
+  g.add(b);
+  g.add(c);
+  g.add(step);
+  const std::vector<Seconds> t = fluid.run(g);
+  // Weights are 1 / latency: 1e6, 1/3e6, 5e5 (c counts twice on link 1: 1e6).
+  // Level x: link 0 fills at x (1e6 + 1e6/3) = 1e9 -> x = 750; link 1 at x (1e6/3 + 1e6) -> 750
+  // too. Rates: a 750 MB/s, b 250 MB/s, c 375 MB/s (750 MB/s of link 1).
+  // While all three move (after 3 us): a ends first, at 1e6 B minus what it sent from 1 to 3 us.
+  // Closed form, stepping through the events:
+  //  [1, 2) us: a alone on link 0 at 1 GB/s -> 1000 B.
+  //  [2, 3) us: a on link 0 at 1 GB/s (1000 B), c alone on link 1, twice: 500 MB/s -> 500 B.
+  //  from 3 us: a 750 MB/s, b 250 MB/s, c 375 MB/s.
+  const double a_left = 1e6 - 2000, c_left = 1e6 - 500;
+  const Seconds a_end = 3e-6 + a_left / 750e6;
+  CHECK(t[0] == Approx(a_end).epsilon(1e-9));
+  // After a: b alone on link 0 but shares link 1 with c: x (1e6/3 + 1e6) = 1e9 again: same rates
+  // for b and c until c ends; c at 375 MB/s ends at 3 us + c_left / 375e6.
+  const Seconds c_end = 3e-6 + c_left / 375e6;
+  CHECK(t[2] == Approx(c_end).epsilon(1e-9));
+  // Then b alone: 1 GB/s for what is left.
+  const double b_left = 1e6 - 250e6 * (c_end - 3e-6);
+  CHECK(t[1] == Approx(c_end + b_left / 1e9).epsilon(1e-9));
+  // The step waits for a, then takes its latency, never touching a link.
+  CHECK(t[3] == Approx(a_end + 5e-3).epsilon(1e-12));
+}
+
+TEST_CASE("run --solver picks the solver, gives SimGrid's iteration, and takes only the solvers listed") {
+  const std::string scenario = test::source_path("scenarios/gpt3-175b-h100-pp16.yaml");
+  const nlohmann::json ours = test::cli_json("run " + scenario + " --fold exact");
+  const nlohmann::json reference = test::cli_json("run " + scenario + " --fold exact --solver simgrid-full");
+  CHECK(test::relative_error(ours["iteration_s"].get<double>(), reference["iteration_s"].get<double>()) < 1e-9);
+  const test::CliResult bad = test::run_cli("run " + scenario + " --solver exact");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.stderr_text.find("--solver: expected one of fluid, simgrid, simgrid-full, got 'exact'") != std::string::npos);
+  CHECK(test::run_cli("list").stdout_text.find("simgrid-full") != std::string::npos);
+}
