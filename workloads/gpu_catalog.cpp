@@ -157,8 +157,11 @@ std::string GpuModel::datatypes() const {
   return join(names);
 }
 
-const std::optional<GemmEfficiency>& GpuModel::gemm_curve(const std::string& dtype) const {
-  return dtype == "fp8" && fp8_gemm_efficiency ? fp8_gemm_efficiency : gemm_efficiency;
+double GpuModel::gemm_fraction_of_peak(const std::string& dtype, double flops) const {
+  const double bf16_fraction = gemm_efficiency.value().fraction_of_peak(flops);
+  const std::optional<double> peak = peak_flops(dtype), bf16_peak = peak_flops("bf16");
+  if (dtype != "fp8" || !fp8_gemm_efficiency || !peak || !bf16_peak) return bf16_fraction;
+  return std::max(fp8_gemm_efficiency->fraction_of_peak(flops), bf16_fraction * *bf16_peak / *peak);
 }
 
 std::vector<UncalibratedParameter> GpuModel::uncalibrated_parameters(const std::string& precision) const {
