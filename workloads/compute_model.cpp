@@ -164,7 +164,7 @@ Roofline roofline(const GpuModel& gpu, const std::string& dtype, const ComputeOp
   switch (op.kind) {
     case ComputeKind::gemm:
       need(gpu.gemm_efficiency.has_value(), "gemm_efficiency");
-      if (gpu.gemm_efficiency) compute_fraction = gpu.gemm_efficiency->fraction_of_peak(op.flops);
+      if (gpu.gemm_efficiency) compute_fraction = gpu.gemm_fraction_of_peak(dtype, op.flops);
       break;
     case ComputeKind::attention:
       need(gpu.attention_efficiency.has_value(), "attention_efficiency");

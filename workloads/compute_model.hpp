@@ -11,7 +11,9 @@
 //  - elementwise, optimizer: memory-bound; their FLOPs are free, as in model_math.
 //  - every op, where the catalog has in_training_efficiency: the time above over that fraction,
 //    since a kernel inside a training layer runs slower than the same kernel benchmarked alone.
-// The GEMM and attention curves are measured in bf16 and applied to every datatype.
+// The GEMM and attention curves are measured in bf16 and applied to every datatype, except that FP8
+// GEMMs take the catalog's fp8_gemm_efficiency where it has one (FP8 kernels fall short of twice
+// the bf16 speed on transformer shapes).
 //
 // A GPU lacking a calibration an op needs: estimate_op_time uses efficiency 1 (a lower bound on
 // the time) and marks the result uncalibrated; op_time refuses with a UserError at the GPU's

@@ -81,19 +81,43 @@ ScoreMatmulEfficiency read_score_matmul_efficiency(const YamlField& f) {
   return ScoreMatmulEfficiency{read_fraction(f.child("score_hbm_fraction")), f.child("source").as_string()};
 }
 
+std::vector<UncalibratedNote> read_uncalibrated(const YamlField& gpu, const YamlField& f) {
+  if (!f.is_map() || f.node().size() == 0)
+    f.fail("expected a mapping of calibration parameter to the reason it has no source");
+  std::vector<UncalibratedNote> notes;
+  for (const auto& kv : f.node()) {
+    if (!kv.first.IsScalar()) f.fail("expected calibration parameter names as keys");
+    const std::string parameter = kv.first.Scalar();
+    YamlField reason = f.child(parameter);
+    const auto& known = calibration_fields();
+    if (std::find(known.begin(), known.end(), parameter) == known.end())
+      reason.fail("unknown calibration parameter (expected one of: " + join(known) + ")");
+    if (gpu.find(parameter)) reason.fail("expected a parameter this GPU leaves out; " + parameter + " is calibrated above");
+    notes.push_back({parameter, reason.as_string()});
+    if (notes.back().reason.empty()) reason.fail("expected the reason there is no calibration");
+  }
+  return notes;
+}
+
 GpuModel read_gpu(const YamlField& f) {
-  f.expect_keys({"name", "peak_tflops", "hbm_GiB", "hbm_GB", "hbm_bandwidth_TBps", "gemm_efficiency",
-                 "attention_efficiency", "hbm_efficiency", "score_matmul_efficiency", "in_training_efficiency", "source"});
+  f.expect_keys({"name", "peak_tflops", "hbm_GiB", "hbm_GB", "hbm_bandwidth_TBps", "gemm_efficiency", "fp8_gemm_efficiency",
+                 "attention_efficiency", "hbm_efficiency", "score_matmul_efficiency", "in_training_efficiency",
+                 "uncalibrated", "source"});
   GpuModel gpu;
   gpu.name = f.child("name").as_string();
   gpu.peak_flops_per_s = read_peaks(f.child("peak_tflops"));
   gpu.hbm_bytes = read_hbm(f);
   gpu.hbm_bandwidth_Bps = f.child("hbm_bandwidth_TBps").as_number_in(kMinHbmBandwidth_TBps, kMaxHbmBandwidth_TBps, "TB/s") * kTera;
   if (auto e = f.find("gemm_efficiency")) gpu.gemm_efficiency = read_gemm_efficiency(*e);
+  if (auto e = f.find("fp8_gemm_efficiency")) {
+    if (!gpu.peak_flops("fp8")) e->fail("expected no FP8 curve for a GPU without an fp8 peak");
+    gpu.fp8_gemm_efficiency = read_gemm_efficiency(*e);
+  }
   if (auto e = f.find("attention_efficiency")) gpu.attention_efficiency = read_attention_efficiency(*e);
   if (auto e = f.find("hbm_efficiency")) gpu.hbm_efficiency = read_fraction_entry<HbmEfficiency>(*e);
   if (auto e = f.find("score_matmul_efficiency")) gpu.score_matmul_efficiency = read_score_matmul_efficiency(*e);
   if (auto e = f.find("in_training_efficiency")) gpu.in_training_efficiency = read_fraction_entry<InTrainingEfficiency>(*e);
+  if (auto u = f.find("uncalibrated")) gpu.uncalibrated = read_uncalibrated(f, *u);
   gpu.source = f.child("source").as_string();  // required: every figure says where it is from
   gpu.catalog_file = f.file();
   gpu.catalog_line = f.line();
@@ -102,6 +126,14 @@ GpuModel read_gpu(const YamlField& f) {
 }
 
 }  // namespace
+
+// Each is either given with its source or may be listed under `uncalibrated` with the reason it is not.
+const std::vector<std::string>& calibration_fields() {
+  static const std::vector<std::string> kFields = {"gemm_efficiency",        "fp8_gemm_efficiency",
+                                                   "attention_efficiency",   "hbm_efficiency",
+                                                   "score_matmul_efficiency", "in_training_efficiency"};
+  return kFields;
+}
 
 const std::vector<std::string>& known_datatypes() {
   static const std::vector<std::string> kNames = {"fp16", "bf16", "fp8", "mxfp8", "mxfp6", "mxfp4"};
@@ -123,6 +155,49 @@ std::string GpuModel::datatypes() const {
   std::vector<std::string> names;
   for (const auto& [dtype, flops] : peak_flops_per_s) names.push_back(dtype);
   return join(names);
+}
+
+double GpuModel::gemm_fraction_of_peak(const std::string& dtype, double flops) const {
+  const double bf16_fraction = gemm_efficiency.value().fraction_of_peak(flops);
+  const std::optional<double> peak = peak_flops(dtype), bf16_peak = peak_flops("bf16");
+  if (dtype != "fp8" || !fp8_gemm_efficiency || !peak || !bf16_peak) return bf16_fraction;
+  return std::max(fp8_gemm_efficiency->fraction_of_peak(flops), bf16_fraction * *bf16_peak / *peak);
+}
+
+std::vector<UncalibratedParameter> GpuModel::uncalibrated_parameters(const std::string& precision) const {
+  auto reason = [this](const std::string& parameter) -> std::string {
+    for (const UncalibratedNote& n : uncalibrated)
+      if (n.parameter == parameter) return n.reason;
+    return "no source in the catalog";
+  };
+  std::vector<UncalibratedParameter> out;
+  if (!in_training_efficiency)
+    out.push_back({name, "in_training_efficiency", reason("in_training_efficiency"), "1, kernels at their benchmark speed"});
+  if (is_eight_bit(precision) && gemm_efficiency) {
+    if (precision == "fp8" && !fp8_gemm_efficiency)
+      out.push_back({name, "fp8_gemm_efficiency", reason("fp8_gemm_efficiency"), "the bf16 gemm_efficiency at the fp8 peak"});
+    if (precision != "fp8")  // the catalog has no curve field for the MX formats
+      out.push_back({name, precision + " GEMM curve", "no " + precision + " GEMM sweep in the catalog",
+                     "the bf16 gemm_efficiency at the " + precision + " peak"});
+  }
+  return out;
+}
+
+std::vector<std::string> GpuModel::missing_calibrations() const {
+  const std::map<std::string, bool> present = {{"gemm_efficiency", gemm_efficiency.has_value()},
+                                               {"fp8_gemm_efficiency", fp8_gemm_efficiency.has_value() || !peak_flops("fp8")},
+                                               {"attention_efficiency", attention_efficiency.has_value()},
+                                               {"hbm_efficiency", hbm_efficiency.has_value()},
+                                               {"score_matmul_efficiency", score_matmul_efficiency.has_value()},
+                                               {"in_training_efficiency", in_training_efficiency.has_value()}};
+  std::vector<std::string> out;
+  for (const std::string& field : calibration_fields())
+    if (!present.at(field)) out.push_back(field);
+  return out;
+}
+
+std::string UncalibratedParameter::describe() const {
+  return gpu + " " + parameter + " (" + reason + "; using " + fallback + ")";
 }
 
 const GpuModel* GpuCatalog::find(const std::string& name) const {

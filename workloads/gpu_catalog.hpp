@@ -56,6 +56,20 @@ struct InTrainingEfficiency {
   std::string source;
 };
 
+/// A calibration the catalog states it does not have, and why: `uncalibrated: {parameter: reason}`.
+struct UncalibratedNote {
+  std::string parameter;  // "in_training_efficiency", "fp8_gemm_efficiency", ...
+  std::string reason;
+};
+
+/// A parameter a run uses without a cited calibration: what the model falls back to instead.
+/// Missing from the catalog and not explained there, its reason is "no source in the catalog".
+struct UncalibratedParameter {
+  std::string gpu, parameter, reason, fallback;
+  /// "H200-SXM in_training_efficiency (reason; using fallback)": the line run prints.
+  std::string describe() const;
+};
+
 /// FP8 or an OCP MX format ("mxfp8", "mxfp6", "mxfp4"): GEMM inputs of at most one byte.
 inline bool is_eight_bit(const std::string& dtype) { return dtype == "fp8" || dtype.rfind("mxfp", 0) == 0; }
 
@@ -65,10 +79,12 @@ struct GpuModel {
   Bytes hbm_bytes = 0;
   BytesPerSecond hbm_bandwidth_Bps = 0;
   std::optional<GemmEfficiency> gemm_efficiency;
+  std::optional<GemmEfficiency> fp8_gemm_efficiency;  // FP8 GEMMs; absent: gemm_efficiency at the fp8 peak
   std::optional<AttentionEfficiency> attention_efficiency;
   std::optional<HbmEfficiency> hbm_efficiency;
   std::optional<ScoreMatmulEfficiency> score_matmul_efficiency;
   std::optional<InTrainingEfficiency> in_training_efficiency;
+  std::vector<UncalibratedNote> uncalibrated;  // the catalog's own reasons, in file order
   std::string source;
   // Where the entry is written, so a missing calibration can be reported there.
   std::string catalog_file;
@@ -82,7 +98,24 @@ struct GpuModel {
   double peak_flops_or_fail(const std::string& dtype, const YamlField& asked_by) const;
   /// "bf16, fp16, fp8": for messages.
   std::string datatypes() const;
+  /// The fraction of the `dtype` peak a GEMM of `flops` reaches; needs gemm_efficiency. FP8 takes
+  /// fp8_gemm_efficiency where present, but never runs slower than the same GEMM in bf16: the FP8
+  /// curves are fitted on training-sized GEMMs, and below them FP8 kernels measure at about the
+  /// bf16 rate (DeepGEMM's 128-row GEMMs: 0.9x to 1.4x of H800's bf16 curve), not under it.
+  /// Without an FP8 curve, the bf16 one at the 8-bit peak.
+  double gemm_fraction_of_peak(const std::string& dtype, double flops) const;
+  /// The parameters a run at `precision` uses without a calibration, each with its fallback:
+  /// in_training_efficiency (fallback 1) and, in 8-bit, a GEMM curve measured in that datatype
+  /// (fallback: the bf16 curve at the 8-bit peak). Parameters without a fallback (gemm_efficiency,
+  /// attention_efficiency, ...) are not here: timing an op that needs one is an error.
+  std::vector<UncalibratedParameter> uncalibrated_parameters(const std::string& precision) const;
+  /// Every calibration field this entry leaves out, in the catalog's order (fp8_gemm_efficiency only
+  /// where the GPU runs fp8): what `clustersim list` marks.
+  std::vector<std::string> missing_calibrations() const;
 };
+
+/// The catalog's optional calibration fields, in the order an entry lists them.
+const std::vector<std::string>& calibration_fields();
 
 class GpuCatalog {
  public:

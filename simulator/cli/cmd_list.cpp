@@ -1,19 +1,51 @@
 // `clustersim list`: every pluggable thing by name.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "collectives/collective.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/engine.hpp"
 #include "topologies/fabric.hpp"
+#include "workloads/gpu_catalog.hpp"
 #include "workloads/schedule.hpp"
 
 namespace clustersim::cli {
 
+namespace {
+
+constexpr const char* kDefaultCatalog = "scenarios/gpus.yaml";
+
+/// One line per GPU: its dense peaks, its HBM, and the calibrations it has no cited source for.
+void print_gpus(const GpuCatalog& catalog) {
+  std::cout << "GPUs (" << catalog.file() << "):\n";
+  for (const std::string& name : catalog.names()) {
+    const GpuModel& gpu = *catalog.find(name);
+    std::string peaks;
+    for (const auto& [dtype, flops] : gpu.peak_flops_per_s) peaks += fmt::format("{}{} {:g}", peaks.empty() ? "" : ", ", dtype, flops / 1e12);
+    std::string missing;
+    for (const std::string& field : gpu.missing_calibrations()) missing += (missing.empty() ? "" : ", ") + field;
+    std::cout << fmt::format("  {:<14} {} TFLOP/s; {:.0f} GiB at {:.2f} TB/s{}\n", gpu.name, peaks,
+                             static_cast<double>(gpu.hbm_bytes) / (1ULL << 30), gpu.hbm_bandwidth_Bps / 1e12,
+                             missing.empty() ? "" : "; uncalibrated: " + missing);
+  }
+}
+
+}  // namespace
+
 void add_list_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols, fabrics and pipeline schedules");
-  cmd->callback([] {
+  auto catalog = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols, fabrics, pipeline schedules and GPUs");
+  cmd->add_option("--catalog", *catalog, std::string("the GPU catalog to list (default ") + kDefaultCatalog + ", if present)");
+  cmd->callback([catalog] {
+    // Checked before printing anything, so a bad catalog leaves stdout empty.
+    if (!catalog->empty()) check_input_path(*catalog, "--catalog");
+    const std::string gpus = catalog->empty() ? kDefaultCatalog : *catalog;
+    std::optional<GpuCatalog> loaded;
+    if (!catalog->empty() || std::filesystem::is_regular_file(gpus)) loaded = load_gpu_catalog(gpus);
     std::cout << "collective algorithms:\n";
     for (const Algorithm* a : all_algorithms()) {
       std::string ops;
@@ -38,6 +70,7 @@ void add_list_command(CLI::App& app) {
       std::cout << fmt::format("  {:<14} {} [{}]\n", s->name(), s->description(),
                                v == 0 ? "any chunks per rank" : v == 1 ? "1 chunk per rank" : fmt::format("{} chunks per rank", v));
     }
+    if (loaded) print_gpus(*loaded);
   });
 }
 

@@ -72,6 +72,9 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
                            s.schedule_name, s.microbatches(), s.microbatch,
                            s.recompute == Recompute::full ? "full" : s.recompute == Recompute::selective ? "selective" : "no",
                            s.precision);
+  // What the catalog cannot back with a cited source, before any figure built on it.
+  for (const UncalibratedParameter& u : s.gpu.uncalibrated_parameters(s.precision))
+    std::cout << "uncalibrated: " << u.describe() << "\n";
   std::cout << fmt::format("iteration time          {:>12.3f} s\n", r.iteration_s);
   const IterationResult& it = r.iteration;
   const int others = it.replicas - it.simulated_replicas;
@@ -123,6 +126,9 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
   j["replicas"] = r.iteration.replicas;
   j["simulated_replicas"] = r.iteration.simulated_replicas;
   j["fold"] = to_string(r.iteration.fold);
+  j["uncalibrated"] = nlohmann::ordered_json::array();
+  for (const UncalibratedParameter& u : s.gpu.uncalibrated_parameters(s.precision))
+    j["uncalibrated"].push_back({{"gpu", u.gpu}, {"parameter", u.parameter}, {"reason", u.reason}, {"using", u.fallback}});
   j["stages"] = nlohmann::ordered_json::array();
   for (const StageReport& st : r.stages) {
     const RankBreakdown& b = st.time;
