@@ -190,22 +190,60 @@ Bytes tp_bytes_of(const ScenarioSpec& s) {
   return static_cast<Bytes>(s.local_tokens()) * static_cast<Bytes>(s.model.hidden) * 2;
 }
 
-/// Recompute: full repeats the layer's forward segments; selective its attention core, which under
-/// context parallelism needs every rank's K and V again (the ring turns once more, or the
-/// all-gather repeats).
+/// The forward ops `module` recomputes (memory_model.hpp's RecomputeModule), by the compute
+/// model's op names; core_attn is the attention core, handled with its CP exchange.
+bool recomputes(RecomputeModule module, const ComputeOp& op, bool mla) {
+  const std::string& n = op.name;
+  auto ends_with = [&](const std::string& tail) { return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0; };
+  const bool activation = n == "gelu" || n == "swiglu" || ends_with("_gelu") || ends_with("_swiglu");
+  switch (module) {
+    case RecomputeModule::layernorm: return n == "norm1" || n == "norm2" || n == "q_norm" || n == "kv_norm";
+    case RecomputeModule::core_attn: return op.attention_core;
+    case RecomputeModule::mla_up_proj: return mla && (n == "q_up" || n == "kv_up" || n == "rope");
+    case RecomputeModule::activation: return activation;
+    case RecomputeModule::moe_act: return activation && (n.rfind("shared_", 0) == 0 || n.rfind("expert_", 0) == 0);
+    case RecomputeModule::experts: return n.rfind("expert_", 0) == 0;
+  }
+  return false;
+}
+
+/// Recompute: full repeats the layer's forward segments; selective (= the core_attn module) its
+/// attention core, which under context parallelism needs every rank's K and V again (the ring
+/// turns once more, or the all-gather repeats); modules their own forward ops, in forward order,
+/// before the layer's backward. `experts` are an MoE layer's routed-expert ops (empty for a dense
+/// layer); `busiest_experts` the busiest GPU's, whose extra recompute shows as imbalance.
 void add_recompute(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<Segment>& forward,
-                   const std::vector<ComputeOp>& fwd_ops, const ContextParallelPlan& cp, LayerSegments& out) {
+                   const std::vector<ComputeOp>& fwd_ops, const std::vector<ComputeOp>& experts,
+                   const std::vector<ComputeOp>& busiest_experts, const ContextParallelPlan& cp, LayerSegments& out) {
   if (s.recompute == Recompute::full) {
     out.recompute = forward;
-  } else if (s.recompute == Recompute::selective) {
+  } else {
+    RecomputeModules modules = s.recompute_modules;
+    if (s.recompute == Recompute::selective) modules.add(RecomputeModule::core_attn);
+    auto chosen = [&](const ComputeOp& op) {
+      for (const auto& [name, module] : recompute_module_names())
+        if (modules.has(module) && recomputes(module, op, s.model.mla.has_value())) return true;
+      return false;
+    };
     SegmentWriter r(s, kernels, out.recompute, SegmentKind::compute, cp);
     for (std::size_t i = 0; i < fwd_ops.size(); ++i) {
-      if (!fwd_ops[i].attention_core) continue;
-      if (core_starts(fwd_ops, i)) r.before_attention(false);
+      if (!chosen(fwd_ops[i])) continue;
+      const bool core = modules.has(RecomputeModule::core_attn) && fwd_ops[i].attention_core;
+      if (core && core_starts(fwd_ops, i)) r.before_attention(false);
       r.op(fwd_ops[i]);
-      if (core_ends(fwd_ops, i)) r.after_attention(false);
+      if (core && core_ends(fwd_ops, i)) r.after_attention(false);
     }
-    r.flush("attention recompute");
+    Seconds own_s = 0, busiest_s = 0;
+    for (const ComputeOp& op : experts)
+      if (chosen(op)) {
+        r.op(op);
+        own_s += op_time(s.gpu, s.precision, op, kernels);
+      }
+    for (const ComputeOp& op : busiest_experts)
+      if (chosen(op)) busiest_s += op_time(s.gpu, s.precision, op, kernels);
+    r.flush(modules == RecomputeModules{}.add(RecomputeModule::core_attn) ? "attention recompute" : "module recompute");
+    if (busiest_s > own_s)
+      out.recompute.push_back({SegmentKind::imbalance, "expert recompute imbalance", busiest_s - own_s, Op::all_reduce, 0});
   }
   for (Segment& seg : out.recompute)
     if (seg.kind == SegmentKind::compute) seg.kind = SegmentKind::recompute;
@@ -296,7 +334,7 @@ LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* ker
   SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
       bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
   backward_layer(s, kernels, backward_ops(fwd_ops), tp_bytes, bi, bw);
-  add_recompute(s, kernels, out.forward, fwd_ops, cp, out);
+  add_recompute(s, kernels, out.forward, fwd_ops, {}, {}, cp, out);
   out.params_on_gpu = gemm_params(fwd_ops);
   add_gradient_accumulation(s, kernels, out);
   add_zero(s, out);
@@ -343,7 +381,7 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
     out.backward_input.push_back({SegmentKind::imbalance, "expert imbalance", wait_bwd, Op::all_reduce, 0});
   out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine));
   backward_layer(s, kernels, backward_ops(own.before_dispatch), tp_bytes, bi, bw);
-  add_recompute(s, kernels, out.forward, own.before_dispatch, cp, out);
+  add_recompute(s, kernels, out.forward, own.before_dispatch, own.experts, busiest.experts, cp, out);
 
   out.params_on_gpu = gemm_params(own.before_dispatch);
   // The experts' GEMMs above are one expert's matrices; this GPU holds routed_experts / ep of them.
