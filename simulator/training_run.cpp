@@ -60,6 +60,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     load.last_stage = last;
     load.embedding_in_flight_microbatches = embedding_in_flight;
     load.head_in_flight_microbatches = head_in_flight;
+    load.mtp_modules = last ? s.model.mtp_depth : 0;
     load.data_parallel = s.layout.dp * s.layout.cp;  // context-parallel ranks hold the same weights
     load.distributed_optimizer = s.distributed_optimizer;
     load.zero_stage = s.zero_stage;

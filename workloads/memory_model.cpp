@@ -1,5 +1,7 @@
 #include "workloads/memory_model.hpp"
 
+#include "workloads/fp8_scaling.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -20,8 +22,9 @@ LayerActivations terms(const ModelSpec& m, bool moe_layer, const ActivationLayou
   const double sb = double(m.seq_len) * layout.microbatch;
   const double sbh = sb * m.hidden;
   const double ws = layout.sequence_parallel ? t : 1.0;  // what sequence parallelism splits
-  // Bytes of a GEMM input: 2, or 1 when FP8 training keeps it in FP8.
-  const double g = layout.fp8_gemm_inputs ? 1.0 : 2.0;
+  // Bytes of a GEMM input: 2, or when FP8 training keeps it in FP8 1 B and a 4-B scale per 1 x 128
+  // tile (DeepSeek-V3 section 3.3.2, fp8_scaling.hpp).
+  const double g = layout.fp8_gemm_inputs ? kFp8TiledBytesPerElement : 2.0;
   const double heads_t = m.heads / t;
   LayerActivations a;
   a.norm_inputs = 4 * sbh / ws;
@@ -71,8 +74,8 @@ double stored(const ModelSpec& m, bool moe_layer, const ActivationLayout& layout
     // DeepSeek-V3 section 3.3.3 (2): with its output recomputed, the MoE SwiGLU's inputs are
     // cached in FP8 (fine-grained quantized).
     if (layout.fp8_gemm_inputs) {
-      a.ffn_act_inputs /= 2;
-      a.expert_act_inputs /= 2;
+      a.ffn_act_inputs *= kFp8TiledBytesPerElement / 2;
+      a.expert_act_inputs *= kFp8TiledBytesPerElement / 2;
     }
   }
   if (r.has(RecomputeModule::activation)) a.ffn_act_outputs = a.expert_act_outputs = 0;
@@ -130,6 +133,10 @@ StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, con
   const int zero = stage.zero_stage >= 0 ? stage.zero_stage : stage.distributed_optimizer ? 1 : 0;
   StateBytes state = zero_state_bytes(stage.params_on_rank, stage.data_parallel, zero);
   state.weights += to_bytes(kWeightBytesPerParam * stage.gathered_params);
+  // FP8 weights' 128 x 128 block scales, over every parameter (norms and the 16-bit head included:
+  // an upper bound by under 0.03%).
+  if (layout.fp8_gemm_inputs)
+    state.weights += to_bytes(kFp8WeightScaleBytesPerParam * (stage.params_on_rank + stage.expert_params_on_rank));
   if (stage.expert_params_on_rank > 0) {
     const StateBytes experts = zero_state_bytes(stage.expert_params_on_rank, stage.expert_data_parallel, zero);
     state.weights += experts.weights;
@@ -149,8 +156,15 @@ StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, con
   auto held = [&](double chunk_peak) { return chunk_peak >= 0 ? chunk_peak : stage.in_flight_microbatches; };
   if (stage.first_stage)  // embedding dropout mask, 1 B/element
     activations += sbh / whole_split * held(stage.embedding_in_flight_microbatches);
-  if (stage.last_stage)  // final LayerNorm and output-layer inputs, then fp32 logits split by vocabulary
-    activations += (4 * sbh / whole_split + 4 * sb * m.vocab / t) * held(stage.head_in_flight_microbatches);
+  // final LayerNorm and output-layer inputs, then fp32 logits split by vocabulary
+  const double head = 4 * sbh / whole_split + 4 * sb * m.vocab / t;
+  if (stage.last_stage) activations += head * held(stage.head_in_flight_microbatches);
+  if (stage.last_stage && stage.mtp_modules > 0) {
+    const double g = layout.fp8_gemm_inputs ? kFp8TiledBytesPerElement : 2.0;
+    const double module = stored(m, m.is_moe_layer(m.layers - 1), layout, layout.recompute, layout.recompute_modules) +
+                          (4 + 2 * g) * sbh / whole_split + head;
+    activations += stage.mtp_modules * module * held(stage.head_in_flight_microbatches);
+  }
 
   StageMemory out;
   out.weights = state.weights;

@@ -132,8 +132,9 @@ struct ActivationLayout {
   int tensor_parallel = 1;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
-  /// FP8 training keeps what its GEMMs read in FP8, 1 B/element (DeepSeek-V3 section 3.3): the
-  /// QKV and FFN inputs, the attention projection's input and the FFN down projection's input.
+  /// FP8 training keeps what its GEMMs read in FP8, 1 B/element and a 4-B scale per 1 x 128 tile
+  /// (DeepSeek-V3 sections 3.3.2-3.3.3): the QKV and FFN inputs, the attention projection's input
+  /// and the FFN down projection's input; its weights carry a 4-B scale per 128 x 128 block.
   bool fp8_gemm_inputs = false;
   /// A fused (flash) attention kernel never writes the a s^2 b scores, softmax and dropout mask
   /// Korthikanti counts (5 a s^2 b / t bytes); it keeps one fp32 log-sum-exp per query and head.
@@ -162,6 +163,11 @@ struct StageLoad {
   /// each microbatch's last stage as soon as it starts it). Negative: in_flight_microbatches.
   double embedding_in_flight_microbatches = -1;
   double head_in_flight_microbatches = -1;
+  /// Multi-token prediction modules on this (last) stage. Each keeps, per microbatch held by the
+  /// head: one layer like the model's last, its two norms' inputs (2 s b h / ws each) and the
+  /// projection's input (the concatenation, g 2 s b h / ws), and a second head's final-norm and
+  /// output-layer inputs and fp32 logits (as the main head's).
+  int mtp_modules = 0;
   int data_parallel = 1;
   bool distributed_optimizer = false;
   int zero_stage = -1;                  // 0-3; -1: 1 with distributed_optimizer, else 0
