@@ -100,7 +100,8 @@ double training_flops_per_iteration(const ModelSpec& m, long global_batch, bool 
 /// 6 N + 12 l s h, recompute excluded. Here N is the weights that multiply activations (layer
 /// matmuls and the output head), not the embedding lookup, position table, biases or norms, so
 /// that model_flops_per_token * B * s == training_flops_per_iteration(m, B, false) exactly. In an
-/// MoE model N counts the router, the shared experts and top_k routed experts (active weights);
+/// MoE model N counts the router, the shared experts and top_k routed experts (active weights), and
+/// multi-token prediction modules their block, projection and second head pass;
 /// with MLA the attention term is 6 s a (d_qk + d_v) per layer, d_qk = nope + rope.
 double model_flops_per_token(const ModelSpec& m);
 
