@@ -26,6 +26,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     double params = 0, expert_params = 0;
     int layers = 0, moe_layers = 0;
     bool first = false, last = false, holds_encoder = false;
+    double embedding_in_flight = -1, head_in_flight = -1;
     for (int c = 0; c < v; ++c) {
       const int stage = plan.schedule->chunk_stage(plan.shape, r, c);
       params += static_cast<double>(plan.stages[stage].gradient_bytes) / plan.gradient_bytes_per_param;
@@ -37,6 +38,9 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
       first = first || stage == s.first_language_stage();
       holds_encoder = holds_encoder || stage == 0;
       last = last || stage == stages - 1;
+      const double chunk_peak = shape_timing.peak_held_by_chunk[r][c];
+      if (stage == s.first_language_stage()) embedding_in_flight = chunk_peak;
+      if (stage == stages - 1) head_in_flight = chunk_peak;
     }
     StageLoad load;
     load.params_on_rank = params;
@@ -54,6 +58,9 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
           s.model.encoder->layers * static_cast<double>(activation_bytes_per_layer(
                                         encoder_model(s.model), s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute));
     load.last_stage = last;
+    load.embedding_in_flight_microbatches = embedding_in_flight;
+    load.head_in_flight_microbatches = head_in_flight;
+    load.mtp_modules = last ? s.model.mtp_depth : 0;
     load.data_parallel = s.layout.dp * s.layout.cp;  // context-parallel ranks hold the same weights
     load.distributed_optimizer = s.distributed_optimizer;
     load.zero_stage = s.zero_stage;
@@ -62,8 +69,10 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
       load.gathered_params = s.reshard_after_forward ? 2 * per_layer : params + expert_params;
     }
     const bool fp8 = s.eight_bit_gemm_inputs();
-    out.push_back(stage_memory(
-        local, {s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute, fp8, s.attention == AttentionKernel::flash}, load));
+    out.push_back(stage_memory(local,
+                               {s.microbatch, s.layout.tp, s.sequence_parallel, s.recompute, fp8,
+                                s.attention == AttentionKernel::flash, s.recompute_modules},
+                               load));
   }
   return out;
 }

@@ -243,13 +243,17 @@ TEST_CASE("MoE model FLOPs per token are 6 N_active plus the attention term") {
     const double mla = h * dq + dq * a * (dn + dr) + h * (dc + dr) + dc * a * (dn + dv) + a * dv * h;
     const double dense_ffn = 3 * h * 18432, moe_ffn = h * 256 + (1 + 8) * 3 * h * 2048;
     const double n_active = 61 * mla + 3 * dense_ffn + 58 * moe_ffn + 129280 * h;
-    const double palm = 6 * n_active + 6 * 61 * s * a * (dn + dr + dv);
+    // The multi-token prediction module (depth 1): one more MoE layer, its 2h x h projection and a
+    // second pass through the output head (report section 2.2).
+    REQUIRE(m.mtp_depth == 1);
+    const double n_mtp = mla + moe_ffn + 2 * h * h + 129280 * h;
+    const double palm = 6 * (n_active + n_mtp) + 6 * (61 + 1) * s * a * (dn + dr + dv);
     CHECK(relative_error(clustersim::model_flops_per_token(m), palm) < 1e-12);
-    // Full recompute adds one forward of every layer: 3 dense and 58 MoE.
+    // Full recompute adds one forward of every layer: 3 dense and 58 MoE, and the MTP module's block.
     const double recompute = clustersim::training_flops_per_iteration(m, 4, true) -
                              clustersim::training_flops_per_iteration(m, 4, false);
     const double forwards = 3 * clustersim::layer_forward_flops(m, 0, 4, 1).total_flops() +
-                            58 * clustersim::layer_forward_flops(m, 3, 4, 1).total_flops();
+                            (58 + 1) * clustersim::layer_forward_flops(m, 3, 4, 1).total_flops();
     CHECK(relative_error(recompute, forwards) < 1e-12);
   }
 }

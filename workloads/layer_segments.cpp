@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "workloads/fp8_scaling.hpp"
+
 namespace clustersim {
 
 namespace {
@@ -190,22 +192,60 @@ Bytes tp_bytes_of(const ScenarioSpec& s) {
   return static_cast<Bytes>(s.local_tokens()) * static_cast<Bytes>(s.model.hidden) * 2;
 }
 
-/// Recompute: full repeats the layer's forward segments; selective its attention core, which under
-/// context parallelism needs every rank's K and V again (the ring turns once more, or the
-/// all-gather repeats).
+/// The forward ops `module` recomputes (memory_model.hpp's RecomputeModule), by the compute
+/// model's op names; core_attn is the attention core, handled with its CP exchange.
+bool recomputes(RecomputeModule module, const ComputeOp& op, bool mla) {
+  const std::string& n = op.name;
+  auto ends_with = [&](const std::string& tail) { return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0; };
+  const bool activation = n == "gelu" || n == "swiglu" || ends_with("_gelu") || ends_with("_swiglu");
+  switch (module) {
+    case RecomputeModule::layernorm: return n == "norm1" || n == "norm2" || n == "q_norm" || n == "kv_norm";
+    case RecomputeModule::core_attn: return op.attention_core;
+    case RecomputeModule::mla_up_proj: return mla && (n == "q_up" || n == "kv_up" || n == "rope");
+    case RecomputeModule::activation: return activation;
+    case RecomputeModule::moe_act: return activation && (n.rfind("shared_", 0) == 0 || n.rfind("expert_", 0) == 0);
+    case RecomputeModule::experts: return n.rfind("expert_", 0) == 0;
+  }
+  return false;
+}
+
+/// Recompute: full repeats the layer's forward segments; selective (= the core_attn module) its
+/// attention core, which under context parallelism needs every rank's K and V again (the ring
+/// turns once more, or the all-gather repeats); modules their own forward ops, in forward order,
+/// before the layer's backward. `experts` are an MoE layer's routed-expert ops (empty for a dense
+/// layer); `busiest_experts` the busiest GPU's, whose extra recompute shows as imbalance.
 void add_recompute(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<Segment>& forward,
-                   const std::vector<ComputeOp>& fwd_ops, const ContextParallelPlan& cp, LayerSegments& out) {
+                   const std::vector<ComputeOp>& fwd_ops, const std::vector<ComputeOp>& experts,
+                   const std::vector<ComputeOp>& busiest_experts, const ContextParallelPlan& cp, LayerSegments& out) {
   if (s.recompute == Recompute::full) {
     out.recompute = forward;
-  } else if (s.recompute == Recompute::selective) {
+  } else {
+    RecomputeModules modules = s.recompute_modules;
+    if (s.recompute == Recompute::selective) modules.add(RecomputeModule::core_attn);
+    auto chosen = [&](const ComputeOp& op) {
+      for (const auto& [name, module] : recompute_module_names())
+        if (modules.has(module) && recomputes(module, op, s.model.mla.has_value())) return true;
+      return false;
+    };
     SegmentWriter r(s, kernels, out.recompute, SegmentKind::compute, cp);
     for (std::size_t i = 0; i < fwd_ops.size(); ++i) {
-      if (!fwd_ops[i].attention_core) continue;
-      if (core_starts(fwd_ops, i)) r.before_attention(false);
+      if (!chosen(fwd_ops[i])) continue;
+      const bool core = modules.has(RecomputeModule::core_attn) && fwd_ops[i].attention_core;
+      if (core && core_starts(fwd_ops, i)) r.before_attention(false);
       r.op(fwd_ops[i]);
-      if (core_ends(fwd_ops, i)) r.after_attention(false);
+      if (core && core_ends(fwd_ops, i)) r.after_attention(false);
     }
-    r.flush("attention recompute");
+    Seconds own_s = 0, busiest_s = 0;
+    for (const ComputeOp& op : experts)
+      if (chosen(op)) {
+        r.op(op);
+        own_s += op_time(s.gpu, s.precision, op, kernels);
+      }
+    for (const ComputeOp& op : busiest_experts)
+      if (chosen(op)) busiest_s += op_time(s.gpu, s.precision, op, kernels);
+    r.flush(modules == RecomputeModules{}.add(RecomputeModule::core_attn) ? "attention recompute" : "module recompute");
+    if (busiest_s > own_s)
+      out.recompute.push_back({SegmentKind::imbalance, "expert recompute imbalance", busiest_s - own_s, Op::all_reduce, 0});
   }
   for (Segment& seg : out.recompute)
     if (seg.kind == SegmentKind::compute) seg.kind = SegmentKind::recompute;
@@ -273,6 +313,15 @@ void add_gradient_accumulation(const ScenarioSpec& s, const KernelTable* kernels
                                  Op::all_reduce, 0});
 }
 
+/// Under 8-bit training, forward ops with their FP8 input quantization (fp8_scaling.hpp).
+std::vector<ComputeOp> forward_of(const ScenarioSpec& s, const std::vector<ComputeOp>& plain) {
+  return s.eight_bit_gemm_inputs() ? with_input_quantization(plain) : plain;
+}
+/// The backward of plain forward ops, with the FP8 output-gradient quantization.
+std::vector<ComputeOp> backward_of(const ScenarioSpec& s, const std::vector<ComputeOp>& plain) {
+  return s.eight_bit_gemm_inputs() ? with_gradient_quantization(backward_ops(plain)) : backward_ops(plain);
+}
+
 }  // namespace
 
 Segment tp_collective(Op op, const std::string& label, Bytes bytes, Seconds hidden_s, Seconds hidden_by_weight_s) {
@@ -287,16 +336,17 @@ Segment tp_collective(Op op, const std::string& label, Bytes bytes, Seconds hidd
 }
 
 LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const ContextParallelPlan& cp) {
-  const std::vector<ComputeOp> fwd_ops =
+  const std::vector<ComputeOp> plain =
       layer_forward_ops(s.model, s.microbatch, s.layout.tp, s.sequence_parallel, s.attention, s.layout.cp);
+  const std::vector<ComputeOp> fwd_ops = forward_of(s, plain);
   LayerSegments out;
   const Bytes tp_bytes = tp_bytes_of(s);
   SegmentWriter f(s, kernels, out.forward, SegmentKind::compute, cp);
   forward_layer(s, fwd_ops, tp_bytes, f);
   SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
       bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
-  backward_layer(s, kernels, backward_ops(fwd_ops), tp_bytes, bi, bw);
-  add_recompute(s, kernels, out.forward, fwd_ops, cp, out);
+  backward_layer(s, kernels, backward_of(s, plain), tp_bytes, bi, bw);
+  add_recompute(s, kernels, out.forward, fwd_ops, {}, {}, cp, out);
   out.params_on_gpu = gemm_params(fwd_ops);
   add_gradient_accumulation(s, kernels, out);
   add_zero(s, out);
@@ -317,12 +367,14 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
 
   // Forward: attention (its own TP collectives), norm, router and shared experts; dispatch; the
   // routed experts; waiting for the busiest rank; combine; the FFN output's TP reduction; residual.
+  const std::vector<ComputeOp> own_before = forward_of(s, own.before_dispatch), own_experts = forward_of(s, own.experts),
+                               busiest_experts = forward_of(s, busiest.experts);
   SegmentWriter f(s, kernels, out.forward, SegmentKind::compute, cp);
-  forward_layer(s, own.before_dispatch, tp_bytes, f);
+  forward_layer(s, own_before, tp_bytes, f);
   out.forward.push_back(ep_segment("moe dispatch", traffic.dispatch));
-  for (const ComputeOp& op : own.experts) f.op(op);
+  for (const ComputeOp& op : own_experts) f.op(op);
   f.flush("routed experts");
-  const Seconds wait_fwd = ops_time(s, kernels, busiest.experts) - ops_time(s, kernels, own.experts);
+  const Seconds wait_fwd = ops_time(s, kernels, busiest_experts) - ops_time(s, kernels, own_experts);
   if (wait_fwd > 0) out.forward.push_back({SegmentKind::imbalance, "expert imbalance", wait_fwd, Op::all_reduce, 0});
   out.forward.push_back(ep_segment("moe combine", traffic.combine));
   f.collective(reduce, "moe output " + reduce_name, tp_bytes);
@@ -333,17 +385,18 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   // weight gradients, the wait, the dispatch's gradient comes back like a combine.
   SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
       bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
-  for (const ComputeOp& op : backward_ops(own.after_combine)) bi.op(op);
+  for (const ComputeOp& op : backward_of(s, own.after_combine)) bi.op(op);
   if (sp) bi.collective(Op::all_gather, "moe grad all-gather", tp_bytes);
   out.backward_input.push_back(ep_segment("moe combine grad", traffic.dispatch_shaped_grad));
-  for (const ComputeOp& op : backward_ops(own.experts)) (op.pass == OpPass::backward_weight ? bw : bi).op(op);
+  for (const ComputeOp& op : backward_of(s, own.experts)) (op.pass == OpPass::backward_weight ? bw : bi).op(op);
   bi.flush("routed experts backward");
-  const Seconds wait_bwd = ops_time(s, kernels, backward_ops(busiest.experts)) - ops_time(s, kernels, backward_ops(own.experts));
+  const Seconds wait_bwd =
+      ops_time(s, kernels, backward_of(s, busiest.experts)) - ops_time(s, kernels, backward_of(s, own.experts));
   if (wait_bwd > 0)
     out.backward_input.push_back({SegmentKind::imbalance, "expert imbalance", wait_bwd, Op::all_reduce, 0});
   out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine));
-  backward_layer(s, kernels, backward_ops(own.before_dispatch), tp_bytes, bi, bw);
-  add_recompute(s, kernels, out.forward, own.before_dispatch, cp, out);
+  backward_layer(s, kernels, backward_of(s, own.before_dispatch), tp_bytes, bi, bw);
+  add_recompute(s, kernels, out.forward, own_before, own_experts, busiest_experts, cp, out);
 
   out.params_on_gpu = gemm_params(own.before_dispatch);
   // The experts' GEMMs above are one expert's matrices; this GPU holds routed_experts / ep of them.
@@ -351,6 +404,49 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   out.expert_params_on_gpu = gemm_params(one_expert) * (s.model.moe->routed_experts / s.ep);
   add_gradient_accumulation(s, kernels, out);
   add_zero(s, out);
+  return out;
+}
+
+LayerSegments mtp_module_segments(const ScenarioSpec& s, const KernelTable* kernels, const LayerSegments& block) {
+  const int t = s.layout.tp;
+  const long tokens = s.local_tokens(), h = s.model.hidden;
+  auto norm = [&](const std::string& name) {
+    ComputeOp op;
+    op.name = name;
+    op.kind = ComputeKind::elementwise;
+    op.shape = {tokens, h, 0};
+    op.hbm_bytes = static_cast<Bytes>(4.0 * double(tokens) * double(h));  // read and write, 2 B each
+    return op;
+  };
+  ComputeOp projection;
+  projection.name = "mtp_proj";
+  projection.kind = ComputeKind::gemm;
+  projection.shape = {tokens, h / t, 2 * h};
+  projection.flops = 2.0 * double(tokens) * double(h / t) * double(2 * h);
+  projection.hbm_bytes = static_cast<Bytes>(2.0 * (double(tokens) * 2 * h + 2.0 * h * (h / t) + double(tokens) * (h / t)));
+  const std::vector<ComputeOp> before = {norm("mtp_hidden_norm"), norm("mtp_embedding_norm"), projection};
+  const CrossEntropyOps loss = cross_entropy_ops(s.model, s.microbatch, t, s.layout.cp);
+  const std::vector<ComputeOp> after = {norm("mtp_head_norm"), logits_forward_op(s.model, s.microbatch, t, s.layout.cp)};
+  auto timed = [&](const ComputeOp& op) {
+    return Segment{SegmentKind::compute, op.name, op_time(s.gpu, s.precision, op, kernels), Op::all_reduce, 0};
+  };
+  LayerSegments out;
+  for (const ComputeOp& op : forward_of(s, before)) out.forward.push_back(timed(op));
+  out.forward.insert(out.forward.end(), block.forward.begin(), block.forward.end());
+  for (const ComputeOp& op : after) out.forward.push_back(timed(op));
+  out.forward.push_back(timed(loss.forward));
+  out.backward_input.push_back(timed(loss.backward));
+  auto backward = [&](const std::vector<ComputeOp>& fwd) {
+    for (const ComputeOp& op : backward_of(s, fwd))
+      (op.pass == OpPass::backward_weight ? out.backward_weight : out.backward_input).push_back(timed(op));
+  };
+  backward(after);
+  out.backward_input.insert(out.backward_input.end(), block.recompute.begin(), block.recompute.end());
+  out.backward_input.insert(out.backward_input.end(), block.backward_input.begin(), block.backward_input.end());
+  out.backward_weight.insert(out.backward_weight.end(), block.backward_weight.begin(), block.backward_weight.end());
+  backward(before);
+  out.params_on_gpu = block.params_on_gpu + double(h / t) * double(2 * h) + 3.0 * double(h);
+  out.expert_params_on_gpu = block.expert_params_on_gpu;
   return out;
 }
 

@@ -44,4 +44,12 @@ struct ExpertRows {
 LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kernels, const MoeTrafficIds& traffic,
                                  ExpertRows rows, const ContextParallelPlan& cp = {});
 
+/// One multi-token prediction module (ModelSpec::mtp_depth) on the last pipeline stage, per
+/// microbatch: the norms on the hidden state and on the next token's embedding, the projection M_k
+/// (2h -> h, split over tp), `block` (the segments of a layer like the model's last, with its own
+/// recompute), the norm before the shared output head, the head's logits and cross-entropy.
+/// Backward mirrors it; `recompute` is the block's. Its TP collectives are the block's: the
+/// projection's and the extra head pass's are not modelled (DeepSeek-V3 runs tp 1).
+LayerSegments mtp_module_segments(const ScenarioSpec& s, const KernelTable* kernels, const LayerSegments& block);
+
 }  // namespace clustersim

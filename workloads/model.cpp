@@ -16,6 +16,7 @@ constexpr long kMaxHeads = 1L << 14;
 constexpr long kMaxVocab = 1L << 22;
 constexpr long kMaxSeqLen = 1L << 24;
 constexpr long kMaxExperts = 1L << 12;
+constexpr long kMaxMtpDepth = 16;  // DeepSeek-V3 trains D = 1; each module is one more layer and head pass
 
 int read_int(const YamlField& f, long max, const char* unit = "") { return static_cast<int>(f.as_integer_in(1, max, unit)); }
 int read_count(const YamlField& f, long max) { return static_cast<int>(f.as_integer_in(0, max)); }
@@ -105,7 +106,7 @@ ModelSpec encoder_model(const ModelSpec& m) {
 
 ModelSpec parse_model_spec(const YamlField& root) {
   root.expect_keys({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
-                    "seq_len", "tied_embeddings", "source", "attention", "moe", "encoder"});
+                    "seq_len", "tied_embeddings", "source", "attention", "moe", "encoder", "mtp_depth"});
   ModelSpec m;
   m.file = root.file();
   m.name = root.child("name").as_string();
@@ -137,6 +138,7 @@ ModelSpec parse_model_spec(const YamlField& root) {
   m.seq_len = read_int(root.child("seq_len"), kMaxSeqLen, "tokens");
   m.tied_embeddings = root.child("tied_embeddings").as_bool();
   m.encoder = parse_encoder(root);
+  if (auto d = root.find("mtp_depth")) m.mtp_depth = static_cast<int>(d->as_integer_in(0, kMaxMtpDepth, "modules"));
   return m;
 }
 

@@ -77,6 +77,12 @@ struct ModelSpec {
   std::optional<MlaSpec> mla;  // absent: standard attention (MHA / GQA from heads and kv_heads)
   std::optional<MoeSpec> moe;  // absent: every layer dense
   std::optional<EncoderSpec> encoder;  // absent: text only
+  /// DeepSeek-V3's multi-token prediction (report section 2.2): D sequential modules, module k
+  /// predicting token i + k + 1. Each has its own RMSNorms on the previous depth's hidden state and
+  /// on the next token's embedding, a projection M_k (2h x h) of their concatenation, one transformer
+  /// block shaped like the model's last layer, and a norm before the output head; the embedding and
+  /// the output head are the main model's. They run on the last pipeline stage, beside the head.
+  int mtp_depth = 0;
 
   /// Standard attention's head width. MLA states its head widths in `mla` instead.
   int head_dim() const { return hidden / heads; }

@@ -94,6 +94,17 @@ double parameter_count(const ModelSpec& m) {
   return parameters_with_routed(m, m.moe ? m.moe->routed_experts : 0) + encoder_parameters(m);
 }
 
+double mtp_parameter_count(const ModelSpec& m) {
+  const double h = m.hidden;
+  return m.mtp_depth * (layer_parameter_count(m, m.layers - 1).total() + 2 * h * h + 3 * norm_parameters(m, h));
+}
+
+double mtp_forward_flops(const ModelSpec& m, int microbatch, int tensor_parallel) {
+  const double tokens = double(microbatch) * m.seq_len, h = m.hidden;
+  return layer_forward_flops(m, m.layers - 1, microbatch, tensor_parallel).total_flops() +
+         2 * tokens * 2 * h * h / tensor_parallel + logits_forward_flops(m, microbatch, tensor_parallel);
+}
+
 double active_parameter_count(const ModelSpec& m) {
   return parameters_with_routed(m, m.moe ? m.moe->top_k : 0) + encoder_parameters(m);
 }
@@ -174,6 +185,10 @@ double training_flops_per_iteration(const ModelSpec& m, long global_batch, bool 
   if (dense_layers > 0) layers += dense_layers * layer_passes * layer_forward_flops(m, 0, 1, 1).total_flops();
   if (moe_layers > 0) layers += moe_layers * layer_passes * layer_forward_flops(m, m.layers - 1, 1, 1).total_flops();
   double per_sequence = layers + 3.0 * logits_forward_flops(m, 1, 1);
+  if (m.mtp_depth > 0) {
+    const double block = layer_forward_flops(m, m.layers - 1, 1, 1).total_flops();
+    per_sequence += m.mtp_depth * (layer_passes * block + 3.0 * (mtp_forward_flops(m, 1, 1) - block));
+  }
   if (m.encoder) {  // the encoder's layers (recomputed like the rest) and its projection
     const ModelSpec e = encoder_model(m);
     per_sequence += e.layers * layer_passes * layer_forward_flops(e, 0, 1, 1).total_flops() +

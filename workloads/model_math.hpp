@@ -21,9 +21,21 @@
 
 namespace clustersim {
 
-/// Every trainable weight, under the family convention above (DeepSeek-V3's multi-token prediction
-/// module and its router's balancing bias, which no gradient trains, are not in the spec).
+/// Every trainable weight of the main model, under the family convention above: DeepSeek-V3's
+/// multi-token prediction modules are left out, as its 671B leaves them out (mtp_parameter_count),
+/// and so is its router's balancing bias, which no gradient trains.
 double parameter_count(const ModelSpec& m);
+
+/// The weights of the mtp_depth multi-token prediction modules that are their own (DeepSeek-V3
+/// report section 2.2): per module one transformer block like the model's last layer, the
+/// projection M_k (2h x h), and three norms of width h (on the hidden state, on the embedding, and
+/// before the shared output head); the embedding and output head are shared and not counted again.
+double mtp_parameter_count(const ModelSpec& m);
+
+/// Forward FLOPs of one multi-token prediction module on one GPU for a microbatch: its block
+/// (layer_forward_flops of the last layer), the projection (2 x 2h x h per token) and one more
+/// output-head pass (2 V h per token), split over tensor_parallel like the rest.
+double mtp_forward_flops(const ModelSpec& m, int microbatch, int tensor_parallel);
 
 /// The weights one token's forward pass uses: parameter_count with top_k of each MoE layer's routed
 /// experts instead of all of them; the router, shared experts, attention, dense layers, the whole
@@ -79,6 +91,8 @@ double logits_forward_flops(const ModelSpec& m, int microbatch, int tensor_paral
 
 /// FLOPs of one training iteration over `global_batch` sequences, all GPUs together: backward is
 /// twice forward; full recompute runs the layers' forward once more (never the logit layer).
+/// Multi-token prediction modules count like layers (their block recomputed with the rest), with
+/// their projection and output-head pass at 3 forwards.
 /// For GELU, MHA, ffn = 4h models this is Narayanan et al.'s 96 B s l h^2 (1 + s/6h + V/16lh).
 double training_flops_per_iteration(const ModelSpec& m, long global_batch, bool full_recompute);
 
@@ -86,7 +100,8 @@ double training_flops_per_iteration(const ModelSpec& m, long global_batch, bool 
 /// 6 N + 12 l s h, recompute excluded. Here N is the weights that multiply activations (layer
 /// matmuls and the output head), not the embedding lookup, position table, biases or norms, so
 /// that model_flops_per_token * B * s == training_flops_per_iteration(m, B, false) exactly. In an
-/// MoE model N counts the router, the shared experts and top_k routed experts (active weights);
+/// MoE model N counts the router, the shared experts and top_k routed experts (active weights), and
+/// multi-token prediction modules their block, projection and second head pass;
 /// with MLA the attention term is 6 s a (d_qk + d_v) per layer, d_qk = nope + rope.
 double model_flops_per_token(const ModelSpec& m);
 

@@ -229,6 +229,17 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
       sp.backward_input.insert(sp.backward_input.begin(), head_bwd.begin(), head_bwd.end());
       if (!s.gradient_accumulation_fusion) sp.backward_weight.push_back(embedding_accumulation);
       if (!s.model.tied_embeddings || stage > plan.embedding_stage) params += embedding_params;
+      // Multi-token prediction after the head, as DeepSeek-V3 placed it; its backward runs first.
+      if (s.model.mtp_depth > 0) {
+        const LayerSegments mtp = mtp_module_segments(s, kernels, s.model.is_moe_layer(s.model.layers - 1) ? *moe : dense);
+        for (int d = 0; d < s.model.mtp_depth; ++d) {
+          sp.forward.insert(sp.forward.end(), mtp.forward.begin(), mtp.forward.end());
+          sp.backward_input.insert(sp.backward_input.begin(), mtp.backward_input.begin(), mtp.backward_input.end());
+          sp.backward_weight.insert(sp.backward_weight.end(), mtp.backward_weight.begin(), mtp.backward_weight.end());
+          params += mtp.params_on_gpu;
+          expert_params += mtp.expert_params_on_gpu;
+        }
+      }
     }
     sp.activation_bytes = tp_bytes / static_cast<Bytes>(t);
     sp.gradient_bytes = static_cast<Bytes>(params * plan.gradient_bytes_per_param);

@@ -280,9 +280,39 @@ void read_moe(const YamlField& root, const YamlField& parallel, ScenarioSpec& s)
   }
 }
 
-Recompute read_recompute(const YamlField& f) {
-  const std::string mode = f.as_choice({"none", "selective", "full"});
-  return mode == "none" ? Recompute::none : mode == "selective" ? Recompute::selective : Recompute::full;
+/// `recompute:` none, selective or full, or `{modules: [...]}` naming what to recompute by module
+/// (memory_model.hpp's RecomputeModule, Megatron-Core's spelling). A module the model has no part
+/// for (mla_up_proj without MLA, moe_act or experts without MoE layers) is an error rather than
+/// silently nothing: the user expects it to save memory.
+void read_recompute(const YamlField& f, ScenarioSpec& s) {
+  if (!f.is_map()) {
+    const std::string mode = f.as_string();
+    if (mode != "none" && mode != "selective" && mode != "full")
+      f.fail("expected one of: none, selective, full, or {modules: [...]}; got '" + mode + "'");
+    s.recompute = mode == "none" ? Recompute::none : mode == "selective" ? Recompute::selective : Recompute::full;
+    return;
+  }
+  f.expect_keys({"modules"});
+  const YamlField list = f.child("modules");
+  std::string names;
+  for (const auto& [name, module] : recompute_module_names()) names += (names.empty() ? "" : ", ") + name;
+  if (!list.is_sequence() || list.size() == 0)
+    list.fail("expected a list of modules to recompute, from: " + names + " (or recompute: none)");
+  s.recompute = Recompute::none;
+  const std::string model = s.model.name + " (" + s.model.file + ")";
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YamlField item = list.element(i);
+    const std::string text = item.as_string();
+    const auto& all = recompute_module_names();
+    const auto it = std::find_if(all.begin(), all.end(), [&](const auto& entry) { return entry.first == text; });
+    if (it == all.end()) item.fail("expected a module, one of: " + names + "; got '" + text + "'");
+    if (s.recompute_modules.has(it->second)) item.fail("expected each module once; '" + text + "' is listed twice");
+    if (it->second == RecomputeModule::mla_up_proj && !s.model.mla)
+      item.fail("expected a module " + model + " has: mla_up_proj needs multi-head latent attention");
+    if ((it->second == RecomputeModule::moe_act || it->second == RecomputeModule::experts) && !s.model.moe)
+      item.fail("expected a module " + model + " has: " + text + " needs MoE layers");
+    s.recompute_modules.add(it->second);
+  }
 }
 
 }  // namespace
@@ -362,7 +392,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   YamlField precision = root.child("precision");
   s.precision = precision.as_string();
   s.gpu.peak_flops_or_fail(s.precision, precision);
-  s.recompute = read_recompute(root.child("recompute"));
+  read_recompute(root.child("recompute"), s);
   if (auto a = root.find("attention"))
     s.attention = a->as_choice({"flash", "unfused"}) == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
   return s;

@@ -66,6 +66,7 @@ struct ScenarioSpec {
   int microbatch = 0;            // sequences per microbatch
   std::string precision;         // a datatype of the GPU catalog ("bf16", "fp8", ...)
   Recompute recompute = Recompute::none;
+  RecomputeModules recompute_modules;  // `recompute: {modules: [...]}` (recompute is then none)
   AttentionKernel attention = AttentionKernel::flash;  // "unfused" for pre-FlashAttention Megatron runs
 
   int gpus() const { return layout.world(); }

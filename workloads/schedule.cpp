@@ -189,6 +189,8 @@ class Replayer {
     timing.busy_s.assign(p_, 0);
     timing.start_s.assign(p_, -1);
     timing.peak_chunk_activations.assign(p_, 0);
+    timing.peak_held_by_chunk.assign(p_, std::vector<int>(v_, 0));
+    std::vector<std::vector<int>> held_by_chunk(p_, std::vector<int>(v_, 0));
     // Start times depend only on finished passes, so sweeping ranks until none advances gives the
     // same times as an event queue.
     for (bool advanced = true; advanced;) {
@@ -216,9 +218,12 @@ class Replayer {
             if (op.kind == PassKind::forward) {
               forward_end_[at] = end;
               timing.peak_chunk_activations[r] = std::max(timing.peak_chunk_activations[r], ++held[r]);
+              int& chunk_peak = timing.peak_held_by_chunk[r][op.chunk];
+              chunk_peak = std::max(chunk_peak, ++held_by_chunk[r][op.chunk]);
             } else if (is_input_gradient(op.kind)) {
               input_end_[at] = end;
               --held[r];
+              --held_by_chunk[r][op.chunk];
             }
           }
           next[r] += size;

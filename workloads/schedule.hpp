@@ -99,6 +99,7 @@ struct ScheduleTiming {
   std::vector<Seconds> start_s;             // per rank: when its first pass starts
   std::vector<Seconds> end_s;               // per rank: when its last pass ends
   std::vector<int> peak_chunk_activations;  // per rank: most (microbatch, chunk) activation sets held at once
+  std::vector<std::vector<int>> peak_held_by_chunk;  // per rank and chunk: most microbatches that chunk holds at once
   std::vector<double> peak_in_flight_microbatches;  // per rank: the same in 1/p-of-the-model units
 };
 

@@ -70,7 +70,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
                            l.cp > 1 ? fmt::format(" cp {}", l.cp) : "", l.pp, l.dp,
                            s.ep > 1 ? fmt::format(" ep {}", s.ep) : "", s.virtual_stages,
                            s.schedule_name, s.microbatches(), s.microbatch,
-                           s.recompute == Recompute::full ? "full" : s.recompute == Recompute::selective ? "selective" : "no",
+                           recompute_text(s.recompute, s.recompute_modules),
                            s.precision);
   // What the catalog cannot back with a cited source, before any figure built on it.
   for (const UncalibratedParameter& u : s.gpu.uncalibrated_parameters(s.precision))
