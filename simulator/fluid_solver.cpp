@@ -199,6 +199,8 @@ class Run {
       touch(mv.links[k].first);
     }
     mover_of_[static_cast<std::size_t>(id)] = m;
+    mv.bottleneck = -1;
+    started_.push_back(m);
   }
 
   void stop_bytes(int m) {
@@ -239,20 +241,27 @@ class Run {
     dirty_.push_back(l);
   }
 
-  /// Re-solves the rates around the links touched since the last solve and reschedules the ends
-  /// of the flows whose rate changed. Max-min holds exactly when every flow has a bottleneck: a
-  /// full link on which no flow has a higher level (rate / weight). The region starts as the flows
-  /// on the touched links; it is solved with every other flow held at its rate, then any flow the
-  /// new rates leave without a bottleneck (or above a region flow on the region flow's bottleneck)
-  /// joins it, until none does. A flow elsewhere keeps its rate and its scheduled end: most
-  /// changes stay within a few flows, where re-solving the whole coupled component (everything a
-  /// long ring touches) would cost thousands.
+  /// Re-solves the rates around what changed and reschedules the ends of the flows whose rate
+  /// changed. Max-min holds exactly when every flow has a bottleneck: a full link on which no flow
+  /// has a higher level (rate / weight). The region starts as the flows that started and those
+  /// whose bottleneck lost or gained a flow; it is solved with every other flow held at its rate,
+  /// then any flow the new rates leave without a bottleneck (or above a region flow on the region
+  /// flow's bottleneck) joins it, until none does. A flow elsewhere keeps its rate and its
+  /// scheduled end: most changes stay within a few flows, where re-solving the whole coupled
+  /// component (everything a long ring touches) would cost thousands.
   void settle() {
     if (dirty_.empty()) return;
     const std::uint64_t region = ++mark_;
     region_.clear();
+    // Seeds: the flows that started, and those whose bottleneck is a link where a flow started or
+    // ended. Any other flow on those links has a full link elsewhere where it is on top, which
+    // the change did not touch; the growth below pulls in whatever the new rates unsettle.
+    for (int m : started_)
+      if (movers_[static_cast<std::size_t>(m)].flow >= 0) join(m, region);
+    started_.clear();
     for (LinkDir l : dirty_)
-      for (const OnLink& o : on_link_[static_cast<std::size_t>(l)]) join(o.moving, region);
+      for (const OnLink& o : on_link_[static_cast<std::size_t>(l)])
+        if (movers_[static_cast<std::size_t>(o.moving)].bottleneck == l) join(o.moving, region);
     dirty_.clear();
     dirty_mark_ = ++mark_;  // the next touched set starts clean
     if (region_.empty()) return;
@@ -406,7 +415,7 @@ class Run {
   std::vector<int> link_unfixed_;
   std::vector<LinkDir> dirty_, region_links_, rep_;
   std::vector<std::pair<double, LinkDir>> heap_;
-  std::vector<int> region_, pulled_;
+  std::vector<int> region_, pulled_, started_;
   std::uint64_t mark_ = 1, dirty_mark_ = 1;
 };
 
