@@ -71,6 +71,10 @@ class Run {
     link_left_.assign(cap_.size(), 0);
     link_usage_.assign(cap_.size(), 0);
     link_unfixed_.assign(cap_.size(), 0);
+    load_.assign(cap_.size(), 0);
+    link_region_load_.assign(cap_.size(), 0);
+    bottleneck_of_.assign(cap_.size(), 0);
+    link_region_bottlenecks_.assign(cap_.size(), 0);
   }
 
   std::vector<Seconds> go() {
@@ -205,9 +209,12 @@ class Run {
 
   void stop_bytes(int m) {
     Moving& mv = movers_[static_cast<std::size_t>(m)];
+    if (mv.bottleneck >= 0) --bottleneck_of_[static_cast<std::size_t>(mv.bottleneck)];
     for (std::size_t k = 0; k < mv.links.size(); ++k) {
       const LinkDir l = mv.links[k].first;
       auto& list = on_link_[static_cast<std::size_t>(l)];
+      // An emptied link's load is exactly 0, whatever rounding the sums carried.
+      load_[static_cast<std::size_t>(l)] = list.size() == 1 ? 0.0 : load_[static_cast<std::size_t>(l)] - mv.links[k].second * mv.rate_Bps;
       const std::size_t at = mv.slot[k];
       list[at] = list.back();
       list.pop_back();
@@ -274,8 +281,13 @@ class Run {
     }
     for (int m : region_) {
       Moving& mv = movers_[static_cast<std::size_t>(m)];
-      mv.bottleneck = mv.new_bottleneck;
+      if (mv.bottleneck != mv.new_bottleneck) {
+        if (mv.bottleneck >= 0) --bottleneck_of_[static_cast<std::size_t>(mv.bottleneck)];
+        ++bottleneck_of_[static_cast<std::size_t>(mv.new_bottleneck)];
+        mv.bottleneck = mv.new_bottleneck;
+      }
       if (mv.new_rate_Bps == mv.rate_Bps) continue;
+      for (const auto& [l, coefficient] : mv.links) load_[static_cast<std::size_t>(l)] += coefficient * (mv.new_rate_Bps - mv.rate_Bps);
       mv.remaining_bytes = std::max(0.0, mv.remaining_bytes - mv.rate_Bps * (now_ - mv.since));
       mv.since = now_;
       mv.rate_Bps = mv.new_rate_Bps;
@@ -312,19 +324,20 @@ class Run {
           region_links_.push_back(l);
           link_usage_[i] = 0;
           link_unfixed_[i] = 0;
+          link_region_load_[i] = 0;
+          link_region_bottlenecks_[i] = 0;
         }
         link_usage_[i] += coefficient * mv.weight;
+        link_region_load_[i] += coefficient * mv.rate_Bps;
         ++link_unfixed_[i];
       }
+      if (mv.bottleneck >= 0 && link_seen_[static_cast<std::size_t>(mv.bottleneck)] == here)
+        ++link_region_bottlenecks_[static_cast<std::size_t>(mv.bottleneck)];
     }
     heap_.clear();
     for (LinkDir l : region_links_) {
       const std::size_t i = static_cast<std::size_t>(l);
-      double outside = 0;
-      for (const OnLink& o : on_link_[i]) {
-        const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
-        if (g.region != region) outside += g.links[static_cast<std::size_t>(o.position)].second * g.rate_Bps;
-      }
+      const double outside = load_[i] - link_region_load_[i];
       link_left_[i] = std::max(0.0, cap_[i] - outside);
       heap_.push_back({link_left_[i] / link_usage_[i], l});
     }
@@ -375,6 +388,7 @@ class Run {
     }
     for (LinkDir l : region_links_) {
       const std::size_t i = static_cast<std::size_t>(l);
+      if (bottleneck_of_[i] == link_region_bottlenecks_[i]) continue;  // no outside flow's bottleneck
       bool bottleneck_of_outside = false;
       double load = 0, top = 0;
       for (const OnLink& o : on_link_[i]) {
@@ -412,6 +426,10 @@ class Run {
   std::vector<std::vector<OnLink>> on_link_;
   std::vector<std::uint64_t> link_seen_;
   std::vector<double> link_left_, link_usage_;
+  std::vector<double> load_;              // bytes/s the link carries now
+  std::vector<double> link_region_load_;  // of which the region's flows
+  std::vector<int> bottleneck_of_;        // flows whose bottleneck the link is
+  std::vector<int> link_region_bottlenecks_;  // of which in the region (their old bottleneck)
   std::vector<int> link_unfixed_;
   std::vector<LinkDir> dirty_, region_links_, rep_;
   std::vector<std::pair<double, LinkDir>> heap_;
