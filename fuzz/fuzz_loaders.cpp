@@ -1,13 +1,14 @@
 // libFuzzer target over every loader a user's text reaches: cluster (and, when small, its graph),
 // model, GPU catalog, kernel table, the YAML reader itself, a whole scenario (with the shipped
 // clusters, models and catalog beside it) and `--set` overrides (one a line) of a shipped scenario.
-// The first byte picks the loader; the rest is the file. A UserError is the expected answer to bad input; anything else (a
-// crash, a sanitizer report, another exception, a leak, a timeout) is a finding.
+// The first byte picks the loader; the rest is the file. A UserError is the expected answer to bad
+// input; anything else (a crash, a sanitizer report, another exception, a leak, a timeout) is a
+// finding.
 #include <unistd.h>
 
 #include <cstddef>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
