@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 
-.PHONY: deps build run test bench sanitize fuzz clean
+.PHONY: deps build run test bench sanitize sanitize-quick fuzz clean
 
 deps:
 	@bash .ci/install-deps
@@ -28,6 +28,13 @@ sanitize: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+# The fast tests labelled sanitize-quick (test/CMakeLists.txt) under gcc's ASan + UBSan, building
+# only what they need: what CI affords beside `make test` and `make fuzz`.
+sanitize-quick: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCLUSTERSIM_SANITIZE=ON
+	cmake --build build-asan -j $(JOBS) --target sanitize_quick_tests
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -L sanitize-quick
+
 # libFuzzer over the loaders for FUZZ_SECONDS (60), seeded with every shipped file under each
 # loader; fails on any crash, sanitizer report, leak or timeout.
 FUZZ_SECONDS ?= 60
@@ -40,6 +47,9 @@ fuzz: deps
 	(printf '\002'; cat scenarios/gpus.yaml) > build-fuzz/corpus/catalog.yaml
 	printf '\003gpu,op,dtype,m,n,k,time_us\nH100-SXM,qkv,bf16,2048,4608,12288,1234.5\n' > build-fuzz/corpus/kernels.csv
 	for f in scenarios/*.yaml scenarios/validation/*.yaml; do (printf '\004'; cat $$f) > build-fuzz/corpus/any-$$(basename $$f); done
+	for f in scenarios/*.yaml scenarios/validation/*.yaml; do (printf '\005'; cat $$f) > build-fuzz/corpus/scenario-$$(basename $$f); done
+	printf '\006parallel.tp=4\nparallel.dp=64\nschedule=zb-v\n' > build-fuzz/corpus/set-layout
+	printf '\006parallel.stage_layers=[40, 48, 8]\nrecompute=full\nmicrobatch=2\n' > build-fuzz/corpus/set-stages
 	./build-fuzz/fuzz/fuzz_loaders -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 build-fuzz/corpus
 
 clean:

@@ -25,7 +25,7 @@ class Direct final : public Algorithm {
     return std::nullopt;
   }
 
-  FlowGraph lower(const Router& router, const CollectiveRequest& req) const override {
+  FlowGraph lower_flows(const Router& router, const CollectiveRequest& req) const override {
     FlowGraph graph;
     const int n = static_cast<int>(req.ranks.size());
     if (n < 2) return graph;

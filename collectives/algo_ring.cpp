@@ -13,7 +13,7 @@ class Ring final : public Algorithm {
   std::string description() const override { return "NCCL ring, one ring per channel, chunk-pipelined"; }
   std::vector<Op> ops() const override { return {Op::all_reduce, Op::all_gather, Op::reduce_scatter, Op::broadcast}; }
 
-  FlowGraph lower(const Router& router, const CollectiveRequest& req) const override {
+  FlowGraph lower_flows(const Router& router, const CollectiveRequest& req) const override {
     FlowGraph graph;
     const int n = static_cast<int>(req.ranks.size());
     if (n < 2) return graph;

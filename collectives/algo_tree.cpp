@@ -56,7 +56,7 @@ class Tree final : public Algorithm {
   std::string description() const override { return "NCCL double binary tree across nodes, chain inside nodes"; }
   std::vector<Op> ops() const override { return {Op::all_reduce}; }
 
-  FlowGraph lower(const Router& router, const CollectiveRequest& req) const override {
+  FlowGraph lower_flows(const Router& router, const CollectiveRequest& req) const override {
     FlowGraph graph;
     if (req.ranks.size() < 2) return graph;
     const auto groups = ranks_by_node(router.cluster(), req.ranks);

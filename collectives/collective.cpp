@@ -1,5 +1,6 @@
 #include "collectives/collective.hpp"
 
+#include "collectives/conservation.hpp"
 #include "topologies/units.hpp"
 
 namespace clustersim {
@@ -69,6 +70,14 @@ bool Algorithm::supports(Op op) const {
 std::optional<std::string> Algorithm::not_applicable(const Cluster&, const CollectiveRequest& request) const {
   if (!supports(request.op)) return name() + " does not implement " + to_string(request.op);
   return std::nullopt;
+}
+
+FlowGraph Algorithm::lower(const Router& router, const CollectiveRequest& request) const {
+  FlowGraph graph = lower_flows(router, request);
+  // Every rank of these sends as much as it receives; a broadcast's root only sends.
+  check_bytes_conserved(router.cluster(), graph, name() + " " + to_string(request.op) + " lowering",
+                        request.op != Op::broadcast);
+  return graph;
 }
 
 }  // namespace clustersim

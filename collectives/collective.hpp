@@ -67,7 +67,11 @@ class Algorithm {
   bool supports(Op op) const;
   /// Why this algorithm cannot run the request on this cluster; nullopt when it can.
   virtual std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& request) const;
-  virtual FlowGraph lower(const Router& router, const CollectiveRequest& request) const = 0;
+  /// The request as flows, checked to send as many bytes as it receives (conservation.hpp).
+  FlowGraph lower(const Router& router, const CollectiveRequest& request) const;
+
+ protected:
+  virtual FlowGraph lower_flows(const Router& router, const CollectiveRequest& request) const = 0;
 };
 
 const Algorithm* find_algorithm(const std::string& name);

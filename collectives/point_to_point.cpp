@@ -2,6 +2,7 @@
 
 #include <cassert>
 
+#include "collectives/conservation.hpp"
 #include "collectives/link_loads.hpp"
 #include "collectives/pipeline.hpp"
 
@@ -64,7 +65,11 @@ class Transfers {
     loads_.add(src, dst, route_.links, wire_bytes(data_bytes, protocol_),
                transfer_latency(crosses_network(router_.cluster(), src, dst), route_, protocol_));
   }
-  FlowGraph take() { return per_link_ ? loads_.flows() : std::move(graph_); }
+  FlowGraph take() {
+    FlowGraph out = per_link_ ? loads_.flows() : std::move(graph_);
+    check_bytes_conserved(router_.cluster(), out, per_link_ ? "all-to-all summed per link" : "all-to-all per pair");
+    return out;
+  }
 
  private:
   const Router& router_;

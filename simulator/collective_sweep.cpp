@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "simulator/link_utilization.hpp"
+#include "topologies/invariant.hpp"
+
 namespace clustersim {
 
 std::optional<DataType> find_data_type(const std::string& name) {
@@ -29,7 +32,11 @@ Bytes aligned_size(Op op, Bytes size_bytes, Bytes type_bytes, int ranks) {
 
 Seconds time_collective(FabricEngine& engine, const Router& router, const Algorithm& algorithm,
                         const CollectiveRequest& request) {
-  return makespan(engine.run(algorithm.lower(router, request)));
+  const FlowGraph graph = algorithm.lower(router, request);
+  const std::vector<Seconds> finish = engine.run(graph);
+  check_link_utilization(router.cluster(), graph, finish, algorithm.name() + " " + to_string(request.op));
+  const Seconds time = makespan(finish);
+  return non_negative_time(time, time, "a collective's time");
 }
 
 std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const SweepSpec& spec) {

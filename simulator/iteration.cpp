@@ -6,7 +6,9 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "simulator/breakdown_check.hpp"
 #include "simulator/fold.hpp"
+#include "simulator/link_utilization.hpp"
 #include "simulator/pass_times.hpp"
 #include "topologies/user_error.hpp"
 
@@ -558,6 +560,8 @@ class IterationBuilder {
         result.events.push_back({graph_.flows[tasks.transfer_in].src_gpu, "pp",
                                  std::get<2>(key) ? "send activations" : "send gradients",
                                  start_of(finish, tasks.transfer_in), finish[tasks.transfer_in]});
+    check_link_utilization(router_.cluster(), graph_, finish, "iteration");
+    check_breakdown(result);
     return result;
   }
 

@@ -4,6 +4,7 @@
 
 #include "collectives/point_to_point.hpp"
 #include "simulator/collective_sweep.hpp"
+#include "simulator/link_utilization.hpp"
 
 namespace clustersim {
 
@@ -61,7 +62,9 @@ Seconds PassTimes::traffic_time(int traffic) {
       t.deepep ? lower_node_limited_all_to_all(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes,
                                                ideal_protocol())
                : lower_all_to_all_v(router_, t.gpus, t.bytes, *find_protocol("Simple"), false);
-  const Seconds time = makespan(engine_.run(graph));
+  const std::vector<Seconds> finish = engine_.run(graph);
+  check_link_utilization(router_.cluster(), graph, finish, "all-to-all");
+  const Seconds time = makespan(finish);
   traffic_cache_.emplace(traffic, time);
   return time;
 }
