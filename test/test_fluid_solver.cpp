@@ -207,4 +207,8 @@ TEST_CASE("run --solver picks the solver, gives SimGrid's iteration, and takes o
   CHECK(bad.exit_code == 2);
   CHECK(bad.stderr_text.find("--solver: expected one of fluid, simgrid, simgrid-full, got 'exact'") != std::string::npos);
   CHECK(test::run_cli("list").stdout_text.find("simgrid-full") != std::string::npos);
+  // bench times whole-cluster replay with the same --fold words as run.
+  const test::CliResult fold = test::run_cli("bench --fold some --scenarios " + scenario);
+  CHECK(fold.exit_code == 2);
+  CHECK(fold.stderr_text.find("--fold: expected exact, none, all or assume, got 'some'") != std::string::npos);
 }

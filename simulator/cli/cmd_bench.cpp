@@ -32,6 +32,7 @@ struct BenchOptions {
   std::string repeat = "5";
   bool all_to_all = false;
   std::vector<std::string> routings{"uniform", "skewed"};
+  std::string fold = "assume";
   bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
 };
 
@@ -137,19 +138,19 @@ Measurement measure_in_child(const BenchOptions& o, int gpus, Bytes size, const 
 
 /// One training iteration per scenario, each in its own process: wall time (load + plan + simulate)
 /// and peak memory.
-void bench_scenarios(const std::vector<std::string>& scenarios) {
+void bench_scenarios(const std::vector<std::string>& scenarios, FoldMode fold) {
   for (const std::string& path : scenarios) {  // bad files fail before any timing
     check_input_path(path, "--scenarios");
     load_scenario(path);
   }
-  std::cout << fmt::format("# clustersim bench: one training iteration per scenario, each in its own process\n");
+  std::cout << fmt::format("# clustersim bench: one training iteration per scenario, each in its own process (--fold {})\n", to_string(fold));
   std::cout << fmt::format("# {:<40} {:>6} {:>10} {:>10} {:>14}\n", "scenario", "gpus", "wall(s)", "peak(MiB)",
                            "iteration(s)");
   for (const std::string& path : scenarios) {
     const std::string text = run_in_child([&] {
       const auto t0 = std::chrono::steady_clock::now();
       const ScenarioSpec s = load_scenario(path);
-      const RunReport r = run_training(s, true);
+      const RunReport r = run_training(s, true, nullptr, fold);
       rusage usage{};
       getrusage(RUSAGE_SELF, &usage);
       return fmt::format("{} {} {} {} {}", s.name, s.gpus(), seconds_since(t0), usage.ru_maxrss, r.iteration_s);
@@ -179,8 +180,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--routing", o->routings, "all-to-all traffic: uniform, skewed (both)")->delimiter(',');
   cmd->add_flag("--per-pair", o->per_pair, "all-to-all as one flow per pair instead of summed per link");
   cmd->add_option("--scenarios", o->scenarios, "time one training iteration of each scenario instead")->delimiter(',');
+  cmd->add_option("--fold", o->fold, "with --scenarios: how replicas fold, as in run (assume)");
   cmd->callback([o] {
-    if (!o->scenarios.empty()) return bench_scenarios(o->scenarios);
+    if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
     const Op op = o->all_to_all ? Op::all_to_all : Op::all_reduce;
     if (o->size.empty()) o->size = o->all_to_all ? "64M" : "1G";
     if (o->algo.empty()) o->algo = o->all_to_all ? "direct" : "ring";

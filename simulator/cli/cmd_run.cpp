@@ -56,12 +56,6 @@ RankRanges parse_ranks(const std::string& text, int gpus) {
   return out;
 }
 
-FoldMode parse_fold(const std::string& text) {
-  for (FoldMode m : {FoldMode::exact, FoldMode::none, FoldMode::all, FoldMode::assume})
-    if (text == to_string(m)) return m;
-  throw UserError("command line", 0, "--fold", "expected exact, none, all or assume, got '" + text + "'");
-}
-
 void print_report(const ScenarioSpec& s, const RunReport& r) {
   const ParallelLayout& l = s.layout;
   std::cout << fmt::format("# clustersim run: {} ({} on {} {}; tp {}{} pp {} dp {}{} v {}; {} schedule, {} microbatches "

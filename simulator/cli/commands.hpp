@@ -4,12 +4,12 @@
 
 #include <functional>
 #include <string>
-
-#include "simulator/engine.hpp"
 #include <vector>
 
+#include "simulator/engine.hpp"
 #include "topologies/units.hpp"
 #include "topologies/user_error.hpp"
+#include "workloads/iteration_plan.hpp"
 
 namespace clustersim::cli {
 
@@ -36,6 +36,8 @@ long parse_integer(const std::string& text, const std::string& option, long min,
 double parse_number(const std::string& text, const std::string& option, double min, double max);
 /// --solver: one of solver_names() (engine.hpp).
 Solver parse_solver(const std::string& text);
+/// --fold: exact, none, all or assume (iteration_plan.hpp).
+FoldMode parse_fold(const std::string& text);
 
 /// An input file named by an option: it exists, is a file and is not larger than any real input.
 void check_input_path(const std::string& path, const std::string& option);

@@ -164,4 +164,10 @@ Solver parse_solver(const std::string& text) {
   throw UserError("command line", 0, "--solver", "expected one of " + names + ", got '" + text + "'");
 }
 
+FoldMode parse_fold(const std::string& text) {
+  for (FoldMode m : {FoldMode::exact, FoldMode::none, FoldMode::all, FoldMode::assume})
+    if (text == to_string(m)) return m;
+  throw UserError("command line", 0, "--fold", "expected exact, none, all or assume, got '" + text + "'");
+}
+
 }  // namespace clustersim::cli
