@@ -1,11 +1,15 @@
 #include "simulator/fluid_solver.hpp"
 
+#include <string>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <queue>
 #include <tuple>
 #include <utility>
+
+#include "topologies/invariant.hpp"
 
 namespace clustersim {
 
@@ -294,6 +298,14 @@ class Run {
       ++version_[static_cast<std::size_t>(mv.flow)];
       ++rated_;
       schedule(now_ + mv.remaining_bytes / mv.rate_Bps, mv.flow, EventKind::bytes_sent);
+    }
+    // No link above its bandwidth, checked where loads are set, once all of the region's are
+    // (beyond the rounding of the sums).
+    for (LinkDir l : region_links_) {
+      const std::size_t i = static_cast<std::size_t>(l);
+      if (load_[i] > cap_[i] * (1 + 1e-9))
+        invariant_broken("link utilization at most 1", "link direction " + std::to_string(l) + " carries " +
+                                                           std::to_string(load_[i]) + " B/s of " + std::to_string(cap_[i]));
     }
   }
 
