@@ -1,11 +1,10 @@
 #include "simulator/fluid_solver.hpp"
 
-#include <string>
-
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <queue>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -121,7 +120,7 @@ class Run {
       for (std::size_t i = 0; i < sorted.size();) {
         std::size_t j = i;
         while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-        const std::uint64_t key = static_cast<std::uint64_t>(id) * 1024 + (j - i);
+        const std::uint64_t key = (static_cast<std::uint64_t>(id) << 24) | std::min<std::uint64_t>(j - i, (1 << 24) - 1);
         Sum& s = sums[static_cast<std::size_t>(sorted[i])];
         s.a += mix(key);
         s.b += mix(key ^ 0x9e3779b97f4a7c15ULL);
