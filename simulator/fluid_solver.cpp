@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -48,10 +49,55 @@ struct OnLink {
   int position;  // which of that mover's links this is
 };
 
+}  // namespace
+
+/// Per-link state, kept between runs: a run touches only the links its flows cross, so sizing and
+/// zeroing arrays over the whole cluster at every run (hundreds of small runs time a plan's
+/// collectives alone on a 16K-GPU cluster) would cost more than solving them. A run leaves every
+/// list empty and every load and count at 0; one that ended early (an exception) is reset whole.
+struct FluidSolver::Tables {
+  std::vector<double> cap;
+  std::vector<std::vector<OnLink>> on_link;
+  std::vector<std::uint64_t> seen;
+  std::vector<double> left, usage, load, region_load;
+  std::vector<int> unfixed, bottleneck_of, region_bottlenecks;
+  std::vector<LinkDir> rep;
+  std::vector<std::uint64_t> sum_a, sum_b;
+  std::vector<std::size_t> sum_count;
+  std::uint64_t mark = 1;
+  bool clean = false;
+
+  void reset() {
+    const std::size_t n = cap.size();
+    on_link.assign(n, {});
+    seen.assign(n, 0);
+    left.assign(n, 0);
+    usage.assign(n, 0);
+    load.assign(n, 0);
+    region_load.assign(n, 0);
+    unfixed.assign(n, 0);
+    bottleneck_of.assign(n, 0);
+    region_bottlenecks.assign(n, 0);
+    rep.assign(n, 0);
+    sum_a.assign(n, 0);
+    sum_b.assign(n, 0);
+    sum_count.assign(n, 0);
+    clean = true;
+  }
+};
+
+namespace {
+
 class Run {
  public:
-  Run(const std::vector<double>& capacity_Bps, const FlowGraph& graph, long& solves, long& rated)
-      : cap_(capacity_Bps), graph_(graph), solves_(solves), rated_(rated) {
+  Run(FluidSolver::Tables& t, const FlowGraph& graph, long& solves, long& rated)
+      : t_(t), cap_(t.cap), graph_(graph), solves_(solves), rated_(rated), on_link_(t.on_link), link_seen_(t.seen),
+        link_left_(t.left), link_usage_(t.usage), load_(t.load), link_region_load_(t.region_load),
+        link_unfixed_(t.unfixed), bottleneck_of_(t.bottleneck_of), link_region_bottlenecks_(t.region_bottlenecks),
+        rep_(t.rep), mark_(t.mark) {
+    if (!t.clean) t.reset();
+    t.clean = false;  // until this run ends whole
+    dirty_mark_ = ++mark_;
     const std::size_t n = graph.flows.size();
     finish_.assign(n, -1.0);
     waiting_.assign(n, 0);
@@ -69,15 +115,6 @@ class Run {
         ++waiting_[static_cast<std::size_t>(id)];
       }
     merge_identical_links();
-    on_link_.resize(cap_.size());
-    link_seen_.assign(cap_.size(), 0);
-    link_left_.assign(cap_.size(), 0);
-    link_usage_.assign(cap_.size(), 0);
-    link_unfixed_.assign(cap_.size(), 0);
-    load_.assign(cap_.size(), 0);
-    link_region_load_.assign(cap_.size(), 0);
-    bottleneck_of_.assign(cap_.size(), 0);
-    link_region_bottlenecks_.assign(cap_.size(), 0);
   }
 
   std::vector<Seconds> go() {
@@ -97,6 +134,7 @@ class Run {
       }
       settle();
     }
+    t_.clean = true;
     return std::move(finish_);
   }
 
@@ -106,12 +144,7 @@ class Run {
   /// solver's work; a chain GPU -> PCIe -> NIC -> leaf port often collapses to one link). Sets are
   /// compared by two independent 64-bit hashes of (flow, times listed) and their count.
   void merge_identical_links() {
-    struct Sum {
-      std::uint64_t a = 0, b = 0;
-      std::size_t count = 0;
-    };
-    std::vector<Sum> sums(cap_.size());
-    std::vector<LinkDir> sorted;
+    std::vector<LinkDir> touched, sorted;
     for (std::size_t id = 0; id < graph_.flows.size(); ++id) {
       const Flow& f = graph_.flows[id];
       if (f.links.empty() || f.size_bytes == 0) continue;
@@ -121,25 +154,28 @@ class Run {
         std::size_t j = i;
         while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
         const std::uint64_t key = (static_cast<std::uint64_t>(id) << 24) | std::min<std::uint64_t>(j - i, (1 << 24) - 1);
-        Sum& s = sums[static_cast<std::size_t>(sorted[i])];
-        s.a += mix(key);
-        s.b += mix(key ^ 0x9e3779b97f4a7c15ULL);
-        ++s.count;
+        const std::size_t l = static_cast<std::size_t>(sorted[i]);
+        if (t_.sum_count[l]++ == 0) touched.push_back(sorted[i]);
+        t_.sum_a[l] += mix(key);
+        t_.sum_b[l] += mix(key ^ 0x9e3779b97f4a7c15ULL);
         i = j;
       }
     }
-    rep_.resize(cap_.size());
+    std::sort(touched.begin(), touched.end());  // the narrowest, the lowest-numbered on a tie
     std::map<std::tuple<std::uint64_t, std::uint64_t, std::size_t>, LinkDir> first;
-    for (LinkDir l = 0; l < static_cast<LinkDir>(cap_.size()); ++l) {
-      const Sum& s = sums[static_cast<std::size_t>(l)];
-      rep_[static_cast<std::size_t>(l)] = l;
-      if (s.count == 0) continue;
-      auto [it, fresh] = first.emplace(std::make_tuple(s.a, s.b, s.count), l);
+    auto key_of = [&](LinkDir l) {
+      const std::size_t i = static_cast<std::size_t>(l);
+      return std::make_tuple(t_.sum_a[i], t_.sum_b[i], t_.sum_count[i]);
+    };
+    for (LinkDir l : touched) {
+      auto [it, fresh] = first.emplace(key_of(l), l);
       if (!fresh && cap_[static_cast<std::size_t>(l)] < cap_[static_cast<std::size_t>(it->second)]) it->second = l;
     }
-    for (LinkDir l = 0; l < static_cast<LinkDir>(cap_.size()); ++l) {
-      const Sum& s = sums[static_cast<std::size_t>(l)];
-      if (s.count > 0) rep_[static_cast<std::size_t>(l)] = first.at(std::make_tuple(s.a, s.b, s.count));
+    for (LinkDir l : touched) rep_[static_cast<std::size_t>(l)] = first.at(key_of(l));
+    for (LinkDir l : touched) {
+      const std::size_t i = static_cast<std::size_t>(l);
+      t_.sum_a[i] = t_.sum_b[i] = 0;
+      t_.sum_count[i] = 0;
     }
   }
 
@@ -420,10 +456,25 @@ class Run {
     for (int m : pulled_) join(m, region);
   }
 
+  // Per link, kept between runs (FluidSolver::Tables).
+  FluidSolver::Tables& t_;
   const std::vector<double>& cap_;
   const FlowGraph& graph_;
   long& solves_;
   long& rated_;
+  std::vector<std::vector<OnLink>>& on_link_;
+  std::vector<std::uint64_t>& link_seen_;
+  std::vector<double>& link_left_;
+  std::vector<double>& link_usage_;
+  std::vector<double>& load_;              // bytes/s the link carries now
+  std::vector<double>& link_region_load_;  // of which the region's flows
+  std::vector<int>& link_unfixed_;
+  std::vector<int>& bottleneck_of_;            // flows whose bottleneck the link is
+  std::vector<int>& link_region_bottlenecks_;  // of which in the region (their old bottleneck)
+  std::vector<LinkDir>& rep_;                  // the narrowest of the links carrying the same flows
+  std::uint64_t& mark_;
+  // Of this run.
+  std::uint64_t dirty_mark_ = 0;
   Seconds now_ = 0;
   std::uint64_t order_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
@@ -434,27 +485,22 @@ class Run {
   std::vector<int> mover_of_;
   std::vector<Moving> movers_;
   std::vector<int> free_;
-  std::vector<std::vector<OnLink>> on_link_;
-  std::vector<std::uint64_t> link_seen_;
-  std::vector<double> link_left_, link_usage_;
-  std::vector<double> load_;              // bytes/s the link carries now
-  std::vector<double> link_region_load_;  // of which the region's flows
-  std::vector<int> bottleneck_of_;        // flows whose bottleneck the link is
-  std::vector<int> link_region_bottlenecks_;  // of which in the region (their old bottleneck)
-  std::vector<int> link_unfixed_;
-  std::vector<LinkDir> dirty_, region_links_, rep_;
+  std::vector<LinkDir> dirty_, region_links_;
   std::vector<std::pair<double, LinkDir>> heap_;
   std::vector<int> region_, pulled_, started_;
-  std::uint64_t mark_ = 1, dirty_mark_ = 1;
 };
 
 }  // namespace
 
-FluidSolver::FluidSolver(std::vector<double> capacity_Bps) : capacity_Bps_(std::move(capacity_Bps)) {}
+FluidSolver::FluidSolver(std::vector<double> capacity_Bps) : tables_(std::make_unique<Tables>()) {
+  tables_->cap = std::move(capacity_Bps);
+}
+
+FluidSolver::~FluidSolver() = default;
 
 std::vector<Seconds> FluidSolver::run(const FlowGraph& graph) {
   solves_ = rated_flows_ = 0;
-  return Run(capacity_Bps_, graph, solves_, rated_flows_).go();
+  return Run(*tables_, graph, solves_, rated_flows_).go();
 }
 
 }  // namespace clustersim

@@ -9,6 +9,7 @@
 // the cost: rates are re-solved only in the coupled component of links whose flows changed (max-min
 // of one component does not depend on another's), a step without links is a timer that never
 // touches the solver, and a flow whose rate did not change keeps its scheduled end.
+#include <memory>
 #include <vector>
 
 #include "collectives/flow.hpp"
@@ -19,6 +20,9 @@ class FluidSolver {
  public:
   /// capacity_Bps[link direction]: the bandwidth each direction of each link carries.
   explicit FluidSolver(std::vector<double> capacity_Bps);
+  ~FluidSolver();
+  FluidSolver(const FluidSolver&) = delete;
+  FluidSolver& operator=(const FluidSolver&) = delete;
 
   /// Each flow's finish time, from 0, once every flow has run; a flow that never started (a
   /// dependency cycle) finishes at -1.
@@ -28,8 +32,10 @@ class FluidSolver {
   long solves() const { return solves_; }
   long rated_flows() const { return rated_flows_; }
 
+  struct Tables;
+
  private:
-  std::vector<double> capacity_Bps_;
+  std::unique_ptr<Tables> tables_;
   long solves_ = 0, rated_flows_ = 0;
 };
 
