@@ -46,13 +46,6 @@ void report_blocked(const FlowGraph& graph, const std::vector<Seconds>& finish) 
                            std::to_string(finish.size()) + " flows never started (" + blocked + (count > 5 ? "; ..." : "") + ")");
 }
 
-std::vector<double> capacities(const Cluster& cluster) {
-  std::vector<double> out(2 * cluster.links.size());
-  for (LinkId l = 0; l < static_cast<LinkId>(cluster.links.size()); ++l)
-    out[static_cast<std::size_t>(forward(l))] = out[static_cast<std::size_t>(backward(l))] = cluster.effective_bandwidth_Bps(l);
-  return out;
-}
-
 }  // namespace
 
 std::string_view to_string(Solver s) { return kNames[static_cast<int>(s)]; }
@@ -85,7 +78,7 @@ FabricEngine::FabricEngine(const Cluster& cluster, Solver solver) : impl_(std::m
   impl_->solver = solver;
   impl_->gpus = cluster.gpu_count();
   if (solver == Solver::fluid)
-    impl_->fluid = std::make_unique<FluidSolver>(capacities(cluster));
+    impl_->fluid = std::make_unique<FluidSolver>(link_capacities_Bps(cluster));
   else
     impl_->simgrid = std::make_unique<SimGridSolver>(cluster, solver == Solver::simgrid_full);
 }
@@ -100,6 +93,13 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
   std::vector<Seconds> finish = impl_->fluid ? impl_->fluid->run(graph) : impl_->simgrid->run(graph);
   report_blocked(graph, finish);
   return finish;
+}
+
+std::vector<double> link_capacities_Bps(const Cluster& cluster) {
+  std::vector<double> out(2 * cluster.links.size());
+  for (LinkId l = 0; l < static_cast<LinkId>(cluster.links.size()); ++l)
+    out[static_cast<std::size_t>(forward(l))] = out[static_cast<std::size_t>(backward(l))] = cluster.effective_bandwidth_Bps(l);
+  return out;
 }
 
 Seconds makespan(const std::vector<Seconds>& finish_times) {

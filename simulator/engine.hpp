@@ -43,6 +43,9 @@ class FabricEngine {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The bandwidth each link direction carries (LinkDir order): what the fluid solver is built on.
+std::vector<double> link_capacities_Bps(const Cluster& cluster);
+
 /// The latest finish time.
 Seconds makespan(const std::vector<Seconds>& finish_times);
 

@@ -221,7 +221,8 @@ class Run {
     mv.remaining_bytes = static_cast<double>(f.size_bytes);
     mv.since = now_;
     mv.links.clear();
-    std::vector<LinkDir> sorted = f.links;
+    std::vector<LinkDir>& sorted = scratch_links_;  // kept between flows: no allocation per start
+    sorted.assign(f.links.begin(), f.links.end());
     std::sort(sorted.begin(), sorted.end());
     for (std::size_t i = 0; i < sorted.size();) {
       std::size_t j = i;
@@ -485,7 +486,7 @@ class Run {
   std::vector<int> mover_of_;
   std::vector<Moving> movers_;
   std::vector<int> free_;
-  std::vector<LinkDir> dirty_, region_links_;
+  std::vector<LinkDir> dirty_, region_links_, scratch_links_;
   std::vector<std::pair<double, LinkDir>> heap_;
   std::vector<int> region_, pulled_, started_;
 };

@@ -91,19 +91,13 @@ FlowGraph random_graph(const Router& router, int gpus, unsigned seed, int flows)
   return g;
 }
 
-std::vector<double> capacities(const Cluster& c) {
-  std::vector<double> out(2 * c.links.size());
-  for (LinkId l = 0; l < static_cast<LinkId>(c.links.size()); ++l) out[forward(l)] = out[backward(l)] = c.effective_bandwidth_Bps(l);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("the fluid solver gives SimGrid's finish times on random flow graphs over an oversubscribed fat tree") {
   const Cluster c = test::cluster_from_yaml(oversubscribed_fat_tree());
   const Router router(c);
   FabricEngine simgrid(c, Solver::simgrid_full);
-  FluidSolver fluid(capacities(c));
+  FluidSolver fluid(link_capacities_Bps(c));
   for (unsigned seed = 1; seed <= 6; ++seed) {
     const FlowGraph g = random_graph(router, c.gpu_count(), seed, 600);
     const std::vector<Seconds> want = simgrid.run(g), got = fluid.run(g);
