@@ -18,7 +18,21 @@ struct Flow {
   Bytes size_bytes = 0;
   Seconds latency_s = 0;        // paid once before the bytes flow
   std::vector<FlowId> after;    // flows that must finish before this one starts
+  /// Identical flows this one stands for (same route, bytes each, latency and predecessors). Under
+  /// max-min they always share alike, so together they move as one flow of `copies` times the
+  /// bytes at `copies` times the weight, and end together: the fluid solver runs them so, and
+  /// SimGrid gets them expanded.
+  int copies = 1;
 };
+
+/// A step that only takes time on one GPU: a flow with no links and no bytes, lasting its latency.
+inline Flow timer_flow(int gpu, Seconds duration_s) {
+  Flow f;
+  f.src_gpu = gpu;
+  f.dst_gpu = gpu;
+  f.latency_s = duration_s;
+  return f;
+}
 
 struct FlowGraph {
   std::vector<Flow> flows;

@@ -20,7 +20,8 @@ void check_flow(const Flow& f, FlowId id, int gpus, std::size_t flows) {
     if (before < 0 || static_cast<std::size_t>(before) >= flows)
       throw std::logic_error("flow " + std::to_string(id) + " waits on flow " + std::to_string(before) + ", not in the graph");
   const bool ok = f.src_gpu >= 0 && f.src_gpu < gpus && f.dst_gpu >= 0 && f.dst_gpu < gpus &&
-                  std::isfinite(f.latency_s) && f.latency_s >= 0 && static_cast<double>(f.size_bytes) < 0x1p60;
+                  std::isfinite(f.latency_s) && f.latency_s >= 0 && f.copies >= 1 &&
+                  static_cast<double>(f.size_bytes) * f.copies < 0x1p60;
   if (!ok)
     throw std::logic_error("flow " + std::to_string(id) + " (GPU " + std::to_string(f.src_gpu) + " -> GPU " +
                            std::to_string(f.dst_gpu) + ", " + std::to_string(f.size_bytes) + " B, latency " +
@@ -88,11 +89,47 @@ FabricEngine::~FabricEngine() = default;
 Solver FabricEngine::solver() const { return impl_->solver; }
 
 std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
-  for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id)
+  bool copied = false;
+  for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id) {
     check_flow(graph.flows[id], id, impl_->gpus, graph.flows.size());
-  std::vector<Seconds> finish = impl_->fluid ? impl_->fluid->run(graph) : impl_->simgrid->run(graph);
+    copied = copied || graph.flows[id].copies > 1;
+  }
+  std::vector<Seconds> finish;
+  if (impl_->fluid) {
+    finish = impl_->fluid->run(graph);
+  } else if (!copied) {
+    finish = impl_->simgrid->run(graph);
+  } else {  // SimGrid runs every copy as its own flow; a flow ends with its last copy
+    std::vector<FlowId> first_copy;
+    const FlowGraph expanded = expand_copies(graph, first_copy);
+    const std::vector<Seconds> each = impl_->simgrid->run(expanded);
+    finish.assign(graph.flows.size(), 0);
+    for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id)
+      for (int k = 0; k < graph.flows[id].copies; ++k) finish[id] = std::max(finish[id], each[first_copy[id] + k]);
+  }
   report_blocked(graph, finish);
   return finish;
+}
+
+FlowGraph expand_copies(const FlowGraph& graph, std::vector<FlowId>& first_copy) {
+  first_copy.assign(graph.flows.size(), 0);
+  FlowId next = 0;
+  for (std::size_t id = 0; id < graph.flows.size(); ++id) {
+    first_copy[id] = next;
+    next += graph.flows[id].copies;
+  }
+  FlowGraph out;
+  out.flows.reserve(static_cast<std::size_t>(next));
+  for (const Flow& f : graph.flows)
+    for (int k = 0; k < f.copies; ++k) {
+      Flow one = f;
+      one.copies = 1;
+      one.after.clear();
+      for (FlowId a : f.after)
+        for (int j = 0; j < graph.flows[a].copies; ++j) one.after.push_back(first_copy[a] + j);
+      out.add(std::move(one));
+    }
+  return out;
 }
 
 std::vector<double> link_capacities_Bps(const Cluster& cluster) {

@@ -47,6 +47,9 @@ class FabricEngine {
 std::vector<double> link_capacities_Bps(const Cluster& cluster);
 
 /// The latest finish time.
+/// Every flow's copies as flows of their own; first_copy[id] is where flow id's first copy went.
+FlowGraph expand_copies(const FlowGraph& graph, std::vector<FlowId>& first_copy);
+
 Seconds makespan(const std::vector<Seconds>& finish_times);
 
 }  // namespace clustersim

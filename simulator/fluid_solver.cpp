@@ -216,9 +216,9 @@ class Run {
     }
     Moving& mv = movers_[static_cast<std::size_t>(m)];
     mv.flow = id;
-    mv.weight = 1.0 / (f.latency_s > 0 ? f.latency_s : 1.0);
+    mv.weight = f.copies / (f.latency_s > 0 ? f.latency_s : 1.0);
     mv.rate_Bps = 0;
-    mv.remaining_bytes = static_cast<double>(f.size_bytes);
+    mv.remaining_bytes = static_cast<double>(f.size_bytes) * f.copies;
     mv.since = now_;
     mv.links.clear();
     std::vector<LinkDir>& sorted = scratch_links_;  // kept between flows: no allocation per start

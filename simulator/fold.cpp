@@ -44,7 +44,7 @@ class Matcher {
     for (const OwnFlow& f : in_.copies[static_cast<std::size_t>(d)])
       for (LinkDir l : f.links)
         if (owner_.at(l) == kSeveral)
-          return "replica " + std::to_string(d) + "'s own traffic shares the link " + link_name(l) +
+          return "replica " + std::to_string(d) + "'s own traffic shares the link " + cluster_.direction_name(l) +
                  " with another replica's";
     return {};
   }
@@ -73,12 +73,6 @@ class Matcher {
   }
 
  private:
-  std::string link_name(LinkDir d) const {
-    const Link& l = cluster_.links[static_cast<std::size_t>(link_of(d))];
-    const int from = d == forward(link_of(d)) ? l.a : l.b, to = d == forward(link_of(d)) ? l.b : l.a;
-    return cluster_.graph[static_cast<std::size_t>(from)].name + " -> " + cluster_.graph[static_cast<std::size_t>(to)].name;
-  }
-
   const std::vector<int>& crossing(LinkDir l) const {
     static const std::vector<int> none;
     auto it = crossings_.find(l);

@@ -9,21 +9,14 @@
 #include "simulator/breakdown_check.hpp"
 #include "simulator/fold.hpp"
 #include "simulator/link_utilization.hpp"
+#include "simulator/pass_in_place.hpp"
 #include "simulator/pass_times.hpp"
+#include "simulator/traffic_isolation.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim {
 
 namespace {
-
-/// A step that only takes time on one GPU: SimGrid runs it as a zero-byte flow with no links.
-Flow delay(int gpu, Seconds duration_s) {
-  Flow f;
-  f.src_gpu = gpu;
-  f.dst_gpu = gpu;
-  f.latency_s = duration_s;
-  return f;
-}
 
 bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == PassKind::backward_input; }
 
@@ -31,7 +24,8 @@ bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == Pass
 struct PassTasks {
   int replica = 0;
   int rank = -1;
-  FlowId step = -1;
+  FlowId step = -1;         // the pass's last step
+  FlowId entry = -1;        // its first: waits for its input
   FlowId transfer_in = -1;  // the pipeline transfer this pass waits for, if any
   FlowId arrival = -1;      // when its input is whole: the transfer, or the all-gather that follows it
   FlowId producer = -1;     // the pass that sent it
@@ -49,8 +43,11 @@ class IterationBuilder {
     holders_.assign(plan_.stages.size(), {});
     for (int r = 0; r < shape.stages; ++r)
       for (int c = 0; c < shape.chunks; ++c) holders_[plan_.schedule->chunk_stage(shape, r, c)].push_back({r, c});
+    plan_passes();
+    FoldInput traffic = job_traffic();
+    place_tp_collectives(traffic);
     for (int r = 0; r < shape.stages; ++r) add_rank_passes(0, r);
-    fold();
+    fold(traffic);
     for (int d : simulated_)
       for (int r = 0; r < shape.stages && d > 0; ++r) add_rank_passes(d, r);
     add_transfers();
@@ -106,13 +103,12 @@ class IterationBuilder {
   /// The pipeline rank pairs that send to each other, in a fixed order: what every replica sends.
   std::vector<std::pair<int, int>> transfer_pairs() const {
     std::vector<std::pair<int, int>> pairs;
-    for (const auto& [key, consumer] : passes_) {
-      const auto [replica, stage, forward, mb] = key;
-      if (replica != 0) continue;
+    for (const auto& [key, consumer] : pass_rank_) {
+      const auto [stage, forward, mb] = key;
       const int from = forward ? stage - 1 : stage + 1;
       if (from < 0 || from >= static_cast<int>(plan_.stages.size())) continue;
-      const int producer = passes_.at({0, from, forward, mb}).rank;
-      if (producer != consumer.rank) pairs.emplace_back(producer, consumer.rank);  // a V's turn stays on its GPUs
+      const int producer = pass_rank_.at({from, forward, mb});
+      if (producer != consumer) pairs.emplace_back(producer, consumer);  // a V's turn stays on its GPUs
     }
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
@@ -135,31 +131,125 @@ class IterationBuilder {
 
   /// Decides which replicas are simulated: those whose traffic is not provably an image of
   /// another simulated replica's (fold.hpp).
-  void fold() {
+  /// The job's traffic other than TP collectives, as the fold and the isolation proof see it:
+  /// each replica's own flows (every GPU's pipeline transfers, the syncs inside it) and the
+  /// gradient rings shared between replicas. Empty when folded without proof or free.
+  FoldInput job_traffic() const {
+    FoldInput in;
+    in.replicas = replicas_;
+    if (plan_.free_communication || plan_.fold == FoldMode::assume) return in;
+    const auto pairs = transfer_pairs(), syncs = sync_pairs();
+    for (int d = 0; d < replicas_; ++d) {
+      std::vector<OwnFlow>& own = in.copies.emplace_back();
+      for (int m = 0; m < members(); ++m) {
+        for (const auto& [a, b] : pairs) {
+          const Route r = transfer_route(gpu(d, a, m), gpu(d, b, m));
+          own.push_back({r.links, r.latency_s, 0});
+        }
+        for (const auto& [a, b] : syncs)
+          for (Flow& f : ring_flows(Op::all_reduce, {gpu(d, a, m), gpu(d, b, m)}, 1 << 20).flows)
+            own.push_back({std::move(f.links), f.latency_s, f.size_bytes});
+      }
+    }
+    for (int r = 0; r < ranks(); ++r)
+      for (const auto* groups : {&dp_groups_[static_cast<std::size_t>(r)], &expert_groups_[static_cast<std::size_t>(r)]})
+        for (const auto& group : *groups)
+          for (Flow& f : ring_flows(Op::all_reduce, group, 1 << 20).flows) in.shared.push_back(std::move(f.links));
+    return in;
+  }
+
+  /// Times every pass of every rank alone (and the scatter-gather's all-gather), and notes which
+  /// rank runs each (model stage, forward?, microbatch), before any pass is placed.
+  void plan_passes() {
+    const ScheduleShape& shape = plan_.shape;
+    for (int r = 0; r < ranks(); ++r) {
+      for (const PassOp& op : plan_.schedule->rank_ops(shape, r)) {
+        const int stage = plan_.schedule->chunk_stage(shape, r, op.chunk);
+        times_.pass(r, stage, op.kind);
+        if (op.kind == PassKind::forward || is_input_gradient(op.kind))
+          pass_rank_[{stage, op.kind == PassKind::forward, op.microbatch}] = r;
+      }
+      if (plan_.p2p_gather_bytes > 0) times_.tp_choice(r, gather_segment());
+    }
+  }
+
+  Segment gather_segment() const {
+    Segment gather;
+    gather.tp_op = Op::all_gather;
+    gather.tp_bytes = plan_.p2p_gather_bytes;
+    return gather;
+  }
+
+  /// The TP groups of one unit: its members in runs of tp (tp fastest). A hand-built plan's unit
+  /// of one GPU stands for its rank's TP group.
+  std::vector<std::vector<int>> tp_groups(int replica, int rank) const {
+    const std::vector<int>& members_of = units_[unit(replica, rank)];
+    const std::size_t tp = plan_.tp_group.empty() ? 1 : plan_.tp_group[static_cast<std::size_t>(rank)].size();
+    if (tp < 2) return {};
+    if (members_of.size() % tp != 0) return {plan_.tp_group[static_cast<std::size_t>(rank)]};
+    std::vector<std::vector<int>> out;
+    for (std::size_t at = 0; at < members_of.size(); at += tp)
+      out.emplace_back(members_of.begin() + static_cast<std::ptrdiff_t>(at),
+                       members_of.begin() + static_cast<std::ptrdiff_t>(at + tp));
+    return out;
+  }
+
+  /// Every TP collective `rank` runs, lowered over `group` as it ran alone.
+  std::vector<OwnFlow> tp_flows(int rank, const std::vector<int>& group) const {
+    std::vector<OwnFlow> out;
+    for (int c : times_.choices_of(rank)) {
+      const CollectiveChoice& choice = times_.choice(c);
+      const CollectiveRequest req{choice.op, group, choice.bytes, plan_.channels, choice.protocol, 0};
+      for (Flow& f : choice.algorithm->lower(router_, req).flows)
+        out.push_back({std::move(f.links), f.latency_s, f.size_bytes});
+    }
+    return out;
+  }
+
+  /// TP collectives keep their alone times where no link of any TP group carries other traffic of
+  /// the job (traffic_isolation.hpp); elsewhere they run in place. MoE all-to-alls, CP exchanges
+  /// and ZeRO's per-layer collectives stay out of the proof: they are timed alone (README).
+  void place_tp_collectives(const FoldInput& traffic) {
+    if (plan_.free_communication || plan_.fold == FoldMode::assume) return;
+    std::vector<std::vector<OwnFlow>> groups;
+    std::vector<std::size_t> timed_as;  // each rank's collectives were timed on replica 0's first group
+    std::vector<std::size_t> first_of_rank(static_cast<std::size_t>(ranks()));
+    for (int d = 0; d < replicas_; ++d)
+      for (int r = 0; r < ranks(); ++r) {
+        const auto unit_groups = tp_groups(d, r);
+        for (std::size_t k = 0; k < unit_groups.size(); ++k) {
+          std::vector<OwnFlow> flows = tp_flows(r, unit_groups[k]);
+          if (flows.empty()) continue;
+          if (d == 0 && k == 0) first_of_rank[static_cast<std::size_t>(r)] = groups.size();
+          timed_as.push_back(first_of_rank[static_cast<std::size_t>(r)]);
+          groups.push_back(std::move(flows));
+        }
+      }
+    if (groups.empty()) return;
+    std::vector<const std::vector<LinkDir>*> others;
+    for (const auto& own : traffic.copies)
+      for (const OwnFlow& f : own) others.push_back(&f.links);
+    for (const auto& links : traffic.shared) others.push_back(&links);
+    const Isolation iso = check_isolation(router_.cluster(), groups, timed_as, others);
+    const std::string more = iso.shared_links > 1 ? " (and " + std::to_string(iso.shared_links - 1) + " more)" : "";
+    tp_in_place_ = plan_.tp_placement == TpPlacement::in_place ||
+                   (plan_.tp_placement == TpPlacement::automatic && !iso.isolated);
+    tp_placement_ = tp_in_place_ ? "in place" : "timed alone";
+    if (plan_.tp_placement != TpPlacement::automatic) tp_placement_ += " (as asked)";
+    tp_placement_ += iso.isolated ? ": no link of a TP group carries other traffic (proven)" : ": " + iso.why + more;
+  }
+
+  /// Decides which replicas are simulated: those whose traffic is not provably an image of
+  /// another simulated replica's (fold.hpp). TP collectives in place are the replica's own flows.
+  void fold(FoldInput& in) {
     simulated_ = {0};
     // Nothing on the fabric, every replica runs the same steps; or folded without proof.
     if (plan_.free_communication || plan_.fold == FoldMode::assume || replicas_ < 2) return;
-    FoldInput in;
-    in.replicas = replicas_;
-    if (plan_.fold != FoldMode::none) {
-      const auto pairs = transfer_pairs(), syncs = sync_pairs();
-      for (int d = 0; d < replicas_; ++d) {
-        std::vector<OwnFlow>& own = in.copies.emplace_back();
-        for (int m = 0; m < members(); ++m) {
-          for (const auto& [a, b] : pairs) {
-            const Route r = transfer_route(gpu(d, a, m), gpu(d, b, m));
-            own.push_back({r.links, r.latency_s, 0});
-          }
-          for (const auto& [a, b] : syncs)
-            for (Flow& f : ring_flows(Op::all_reduce, {gpu(d, a, m), gpu(d, b, m)}, 1 << 20).flows)
-              own.push_back({std::move(f.links), f.latency_s, f.size_bytes});
-        }
-      }
-      for (int r = 0; r < ranks(); ++r)
-        for (const auto* groups : {&dp_groups_[static_cast<std::size_t>(r)], &expert_groups_[static_cast<std::size_t>(r)]})
-          for (const auto& group : *groups)
-            for (Flow& f : ring_flows(Op::all_reduce, group, 1 << 20).flows) in.shared.push_back(std::move(f.links));
-    }
+    if (tp_in_place_ && plan_.fold != FoldMode::none)
+      for (int d = 0; d < replicas_; ++d)
+        for (int r = 0; r < ranks(); ++r)
+          for (const auto& group : tp_groups(d, r))
+            for (OwnFlow& f : tp_flows(r, group)) in.copies[static_cast<std::size_t>(d)].push_back(std::move(f));
     const Folding folding = fold_replicas(router_.cluster(), in, plan_.fold);
     if (plan_.fold == FoldMode::all && folding.simulated_replicas > 1)
       throw UserError("command line", 0, "--fold",
@@ -193,22 +283,34 @@ class IterationBuilder {
         partner_stage = plan_.schedule->chunk_stage(shape, rank, partner->chunk);
         ps = &times_.overlapped(*ps, times_.pass(rank, partner_stage, partner->kind));
       }
-      Flow f = delay(gpu(replica, rank, 0), ps->duration_s);
-      if (previous >= 0) f.after.push_back(previous);
-      const FlowId id = graph_.add(std::move(f));
-      if (previous >= 0) next_step_[previous] = id;
-      previous = id;
+      std::vector<FlowId> after;
+      if (previous >= 0) after.push_back(previous);
+      std::optional<PassChain> chain;
+      FlowId entry = -1;
+      if (tp_in_place_ && !partner && has_tp_collective(*ps)) {
+        chain = add_pass_in_place(graph_, router_, times_, *ps, tp_groups(replica, rank), plan_.channels,
+                                  gpu(replica, rank, 0), std::move(after));
+        entry = chain->entry;
+        chain_entry_[chain->exit] = {entry, ps->duration_s};
+      } else {
+        Flow f = timer_flow(gpu(replica, rank, 0), ps->duration_s);
+        f.after = std::move(after);
+        entry = graph_.add(std::move(f));
+      }
+      if (previous >= 0) next_step_[previous] = entry;
+      previous = chain ? chain->exit : entry;
       std::string name = std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" + std::to_string(stage);
       if (partner)
         name += " & " + std::string(to_string(partner->kind)) + " mb" + std::to_string(partner->microbatch) + " stage" +
                 std::to_string(partner_stage);
-      steps_.push_back({previous, replica, rank, ps, name, op, stage, partner, partner_stage});
+      steps_.push_back({previous, entry, std::move(chain), replica, rank, ps, name, op, stage, partner, partner_stage});
       for (auto [o, k] : {std::pair(std::optional<PassOp>(op), stage), std::pair(partner, partner_stage)}) {
         if (!o) continue;
         PassTasks tasks;
         tasks.replica = replica;
         tasks.rank = rank;
         tasks.step = previous;
+        tasks.entry = entry;
         if (o->kind == PassKind::forward || is_input_gradient(o->kind))
           passes_[{replica, k, o->kind == PassKind::forward, o->microbatch}] = tasks;
         last_of_chunk_[{replica, rank, o->chunk}] = previous;
@@ -237,7 +339,7 @@ class IterationBuilder {
         const int src = gpu(replica, producer.rank, m), dst = gpu(replica, consumer.rank, m);
         Flow f;
         if (plan_.free_communication || src == dst || bytes == 0) {
-          f = delay(dst, 0);
+          f = timer_flow(dst, 0);
         } else {
           const Route r = transfer_route(src, dst);
           f.src_gpu = src;
@@ -252,20 +354,27 @@ class IterationBuilder {
       }
       FlowId id = sent.front();
       if (sent.size() > 1) {
-        Flow all = delay(gpu(replica, consumer.rank, 0), 0);
+        Flow all = timer_flow(gpu(replica, consumer.rank, 0), 0);
         all.after = sent;
         id = graph_.add(std::move(all));
       }
       FlowId arrival = id;
       if (plan_.p2p_gather_bytes > 0) {
-        Segment gather;
-        gather.tp_op = Op::all_gather;
-        gather.tp_bytes = plan_.p2p_gather_bytes;
-        Flow g = delay(gpu(replica, consumer.rank, 0), times_.tp_time(consumer.rank, gather, false));
-        g.after.push_back(id);
-        arrival = graph_.add(std::move(g));
+        const int choice = times_.tp_choice(consumer.rank, gather_segment());
+        if (tp_in_place_ && choice >= 0) {
+          std::vector<FlowId> gathered;
+          for (const auto& group : tp_groups(replica, consumer.rank)) {
+            const auto ids = add_lowered_collective(graph_, router_, times_.choice(choice), group, plan_.channels, id);
+            gathered.insert(gathered.end(), ids.begin(), ids.end());
+          }
+          arrival = join(gpu(replica, consumer.rank, 0), gathered);
+        } else {
+          Flow g = timer_flow(gpu(replica, consumer.rank, 0), times_.tp_time(consumer.rank, gather_segment(), false));
+          g.after.push_back(id);
+          arrival = graph_.add(std::move(g));
+        }
       }
-      graph_.flows[consumer.step].after.push_back(arrival);
+      graph_.flows[consumer.entry].after.push_back(arrival);
       if (plan_.blocking_p2p)
         if (auto next = next_step_.find(producer.step); next != next_step_.end()) graph_.flows[next->second].after.push_back(id);
       consumer.transfer_in = sent.front();
@@ -319,7 +428,7 @@ class IterationBuilder {
   /// once each slot has run its last pass on that chunk; the ranks' optimizer steps wait for it.
   void sync_after(int replica, const std::vector<std::pair<int, int>>& slots, Bytes bytes) {
     std::vector<int> ranks;
-    Flow all = delay(gpu(replica, slots.front().first, 0), 0);
+    Flow all = timer_flow(gpu(replica, slots.front().first, 0), 0);
     for (const auto& [rank, chunk] : slots) {
       all.after.push_back(last_of_chunk_.at({replica, rank, chunk}));
       if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
@@ -351,7 +460,7 @@ class IterationBuilder {
   /// A zero-time step after all of `flows`.
   FlowId join(int gpu_id, std::vector<FlowId> flows) {
     if (flows.size() == 1) return flows.front();
-    Flow j = delay(gpu_id, 0);
+    Flow j = timer_flow(gpu_id, 0);
     j.after = std::move(flows);
     return graph_.add(std::move(j));
   }
@@ -381,14 +490,16 @@ class IterationBuilder {
           produced.push_back(pass);
           continue;
         }
+        const auto chained = chain_entry_.find(pass);  // a pass in place: its planned time from its entry
+        const FlowId entry = chained == chain_entry_.end() ? pass : chained->second.first;
         std::optional<FlowId>& start = pass_start[d];
         if (!start) {
-          Flow begin = delay(gpu(d, rank, 0), 0);  // when the pass starts: it waits for what the pass waits for
-          begin.after = graph_.flows[pass].after;
+          Flow begin = timer_flow(gpu(d, rank, 0), 0);  // when the pass starts: it waits for what the pass waits for
+          begin.after = graph_.flows[entry].after;
           start = graph_.add(std::move(begin));
         }
-        const Seconds pass_s = graph_.flows[pass].latency_s;
-        Flow at = delay(gpu(d, rank, 0), pass_s * static_cast<double>(done) / static_cast<double>(bytes));
+        const Seconds pass_s = chained == chain_entry_.end() ? graph_.flows[pass].latency_s : chained->second.second;
+        Flow at = timer_flow(gpu(d, rank, 0), pass_s * static_cast<double>(done) / static_cast<double>(bytes));
         at.after = {*start};
         produced.push_back(graph_.add(std::move(at)));
       }
@@ -438,7 +549,7 @@ class IterationBuilder {
     }
     std::vector<FlowId> optimizers;
     for (int d : simulated_) {
-      Flow opt = delay(gpu(d, rank, 0), plan_.optimizer_s);
+      Flow opt = timer_flow(gpu(d, rank, 0), plan_.optimizer_s);
       opt.after = {rank_last_[unit(d, rank)]};
       opt.after.insert(opt.after.end(), extra_waits_[unit(d, rank)].begin(), extra_waits_[unit(d, rank)].end());
       opt.after.insert(opt.after.end(), reduced.begin(), reduced.end());
@@ -461,7 +572,7 @@ class IterationBuilder {
         }
     }
     for (int d : simulated_) {
-      Flow done = delay(gpu(d, rank, 0), 0);
+      Flow done = timer_flow(gpu(d, rank, 0), 0);
       done.after = gather;
       done.after.push_back(optimizer_[unit(d, rank)]);
       rank_end_[unit(d, rank)] = graph_.add(std::move(done));
@@ -508,6 +619,7 @@ class IterationBuilder {
     result.simulated_replicas = static_cast<int>(simulated_.size());
     result.gpus_per_rank = members();
     result.fold = plan_.fold;
+    result.tp_collectives = tp_placement_;
     const int shown = slowest_replica(finish);
     result.reported_replica = shown;
     std::map<FlowId, const PassTasks*> waits;  // a pass's step -> what it waited for
@@ -517,7 +629,8 @@ class IterationBuilder {
     for (const Step& s : steps_) {
       if (s.replica != shown) continue;
       RankBreakdown& b = result.ranks[s.rank];
-      const Seconds end = finish[s.id], start = end - s.shape->duration_s;
+      const Seconds end = finish[s.id], start = s.chain ? start_of(finish, s.entry) : end - s.shape->duration_s;
+      const std::vector<Part> parts = s.chain ? realized_parts(*s.shape, *s.chain, finish) : s.shape->parts;
       Seconds gap = std::max(0.0, start - free_at[s.rank]);
       if (auto w = waits.find(s.id); w != waits.end() && gap > 0) {
         const Seconds produced = finish[w->second->producer], arrived = finish[w->second->arrival];
@@ -527,7 +640,7 @@ class IterationBuilder {
       }
       b.bubble_s += gap;
       Seconds at = start;
-      for (const Part& part : s.shape->parts) {
+      for (const Part& part : parts) {
         bucket(b, part.kind) += part.duration_s;
         result.events.push_back({gpu(shown, s.rank, 0), "compute", s.name + " " + part.label, at, at + part.duration_s});
         at += part.duration_s;
@@ -568,7 +681,9 @@ class IterationBuilder {
   }
 
   struct Step {
-    FlowId id;
+    FlowId id;     // its last step
+    FlowId entry;  // its first
+    std::optional<PassChain> chain;  // TP collectives in place
     int replica;
     int rank;
     const PassShape* shape;
@@ -594,6 +709,10 @@ class IterationBuilder {
   std::map<std::tuple<int, int, int>, FlowId> last_of_chunk_;  // (replica, rank, chunk) -> last step of its last pass
   std::vector<FlowId> rank_last_, optimizer_, rank_end_;  // by unit
   std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
+  std::map<std::tuple<int, bool, int>, int> pass_rank_;  // (model stage, forward?, microbatch) -> its pipeline rank
+  bool tp_in_place_ = false;
+  std::string tp_placement_;
+  std::map<FlowId, std::pair<FlowId, Seconds>> chain_entry_;  // a pass in place: last step -> (entry, planned time)
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
   std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for
   Bytes pp_bytes_ = 0;

@@ -57,6 +57,8 @@ struct IterationResult {
   int simulated_replicas = 1;        // of which the engine ran these; the rest folded onto them
   int gpus_per_rank = 1;             // GPUs of one pipeline rank of a replica (tp x cp), all replayed
   int reported_replica = 0;
+  /// Where the TP collectives ran: alone (proven isolated) or in place; empty when folded without proof.
+  std::string tp_collectives;
   FoldMode fold = FoldMode::assume;  // how replicas were folded          // the replica the breakdown, passes and events are from: the slowest
 };
 

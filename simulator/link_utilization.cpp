@@ -34,7 +34,7 @@ Peak peak(const Cluster& cluster, const FlowGraph& graph, const std::vector<Seco
     Seconds start = 0;
     for (FlowId a : f.after) start = std::max(start, finish[static_cast<std::size_t>(a)]);
     for (LinkDir d : f.links)  // a link listed twice carries the bytes twice
-      uses[next[static_cast<std::size_t>(d)]++] = {start, finish[id], static_cast<double>(f.size_bytes)};
+      uses[next[static_cast<std::size_t>(d)]++] = {start, finish[id], static_cast<double>(f.size_bytes) * f.copies};
   }
   Peak out;
   for (std::size_t d = 0; d + 1 < first.size(); ++d) {

@@ -35,8 +35,22 @@ Seconds PassTimes::zero_time(int rank, const Segment& s) {
   return std::max(0.0, collective_time(rank, s, group) - s.hidden_s);
 }
 
+int PassTimes::tp_choice(int rank, const Segment& s) { return collective_choice(rank, s, plan_.tp_group[rank]); }
+
+std::vector<int> PassTimes::choices_of(int rank) const {
+  std::vector<int> out;
+  for (const auto& [key, index] : tp_cache_)
+    if (std::get<0>(key) == rank && std::get<1>(key) == CommGroup::tp && index >= 0) out.push_back(index);
+  return out;
+}
+
 Seconds PassTimes::collective_time(int rank, const Segment& s, const std::vector<int>& group) {
-  if (plan_.free_communication || s.tp_bytes == 0 || group.size() < 2) return 0;
+  const int index = collective_choice(rank, s, group);
+  return index < 0 ? 0 : choices_[static_cast<std::size_t>(index)].alone_s;
+}
+
+int PassTimes::collective_choice(int rank, const Segment& s, const std::vector<int>& group) {
+  if (plan_.free_communication || s.tp_bytes == 0 || group.size() < 2) return -1;
   auto key = std::make_tuple(rank, s.group, s.tp_op, s.tp_bytes);
   auto it = tp_cache_.find(key);
   if (it != tp_cache_.end()) return it->second;
@@ -46,9 +60,11 @@ Seconds PassTimes::collective_time(int rank, const Segment& s, const std::vector
   auto_pick.ranks = group;
   const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
   const CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
-  const Seconds t = best_collective(engine_, router_, algorithms, nccl_protocols(), req).time_s;
-  tp_cache_.emplace(key, t);
-  return t;
+  const SweepRow best = best_collective(engine_, router_, algorithms, nccl_protocols(), req);
+  choices_.push_back({s.tp_op, s.tp_bytes, find_algorithm(best.algorithm), *find_protocol(best.protocol), best.time_s});
+  const int index = static_cast<int>(choices_.size()) - 1;
+  tp_cache_.emplace(key, index);
+  return index;
 }
 
 /// An MoE all-to-all or a ring step, alone on the fabric, cached per traffic. Plain
@@ -86,7 +102,12 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
                         : s.kind == SegmentKind::cp_comm ? cp_time(rank, s)
                         : s.kind == SegmentKind::dp_comm ? zero_time(rank, s)
                                                          : s.duration_s;
-      shape.parts.push_back({s.kind, s.label, d});
+      Part part{s.kind, s.label, d};
+      if (s.kind == SegmentKind::tp_comm) {
+        part.tp_collective = tp_choice(rank, s);
+        part.hidden_s = s.hidden_s + (kind == PassKind::backward ? s.hidden_by_weight_s : 0);
+      }
+      shape.parts.push_back(part);
       shape.duration_s += d;
     }
   return shapes_.emplace(key, std::move(shape)).first->second;

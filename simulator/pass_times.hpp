@@ -19,6 +19,19 @@ struct Part {
   SegmentKind kind;
   std::string label;
   Seconds duration_s;
+  /// A collective over the rank's TP group: its index in PassTimes::choice (-1 for anything else),
+  /// and the compute beside it that hides it (duration_s = max(0, alone - hidden)).
+  int tp_collective = -1;
+  Seconds hidden_s = 0;
+};
+
+/// How a TP collective ran alone: the (algorithm, protocol) that was fastest, and its time.
+struct CollectiveChoice {
+  Op op = Op::all_reduce;
+  Bytes bytes = 0;
+  const Algorithm* algorithm = nullptr;
+  Protocol protocol;
+  Seconds alone_s = 0;
 };
 
 /// A pass's steps back to back on the compute stream, and their total.
@@ -42,17 +55,24 @@ class PassTimes {
   const PassShape& overlapped(const PassShape& f, const PassShape& b);
   /// A TP collective of `rank`: what the compute beside it does not hide.
   Seconds tp_time(int rank, const Segment& s, bool weight_in_pass);
+  /// The TP collective `s` of `rank` as timed alone (-1 if it takes no time: no bytes, a group of one).
+  int tp_choice(int rank, const Segment& s);
+  const CollectiveChoice& choice(int index) const { return choices_[static_cast<std::size_t>(index)]; }
+  /// Every TP collective choice made for `rank` so far.
+  std::vector<int> choices_of(int rank) const;
 
  private:
   Seconds cp_time(int rank, const Segment& s);
   Seconds zero_time(int rank, const Segment& s);
   Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group);
+  int collective_choice(int rank, const Segment& s, const std::vector<int>& group);
   Seconds traffic_time(int traffic);
 
   FabricEngine& engine_;
   const Router& router_;
   const IterationPlan& plan_;
-  std::map<std::tuple<int, CommGroup, Op, Bytes>, Seconds> tp_cache_;
+  std::map<std::tuple<int, CommGroup, Op, Bytes>, int> tp_cache_;  // -> choices_
+  std::vector<CollectiveChoice> choices_;
   std::map<int, Seconds> traffic_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
   std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;

@@ -79,9 +79,11 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 
 }  // namespace
 
-RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver) {
+RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
+                       TpPlacement tp_placement) {
   IterationPlan plan = plan_iteration(s, kernels);
   plan.fold = fold;
+  plan.tp_placement = tp_placement;
   const std::vector<StageMemory> memory = plan_memory(s, plan);
   for (std::size_t r = 0; r < memory.size(); ++r)
     if (!allow_oom && memory[r].total > s.gpu.hbm_bytes) {

@@ -44,6 +44,7 @@ class OutOfMemoryError : public UserError {
 /// Simulates one iteration. Memory beyond the GPU's HBM is an OutOfMemoryError naming the stage,
 /// its largest part and the shortfall, unless allow_oom.
 RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr,
-                       FoldMode fold = FoldMode::assume, Solver solver = Solver::fluid);
+                       FoldMode fold = FoldMode::assume, Solver solver = Solver::fluid,
+                       TpPlacement tp_placement = TpPlacement::automatic);
 
 }  // namespace clustersim

@@ -98,6 +98,28 @@ TEST_CASE("k flows sharing one link each get 1/k of it") {
   }
 }
 
+TEST_CASE("a flow with k copies ends when k separate flows would, beside another, on either solver") {
+  // Three copies of GPU0 -> GPU1 and one GPU0 -> GPU2 flow share GPU0's links: a flow that stands
+  // for the three gets their three shares, so both graphs give the same finish times (SimGrid
+  // runs the copies expanded).
+  const Cluster c = test::cluster_from_yaml(kSmallFatTree);
+  const Router router(c);
+  for (Solver solver : {Solver::fluid, Solver::simgrid_full}) {
+    FabricEngine engine(c, solver);
+    const Route r = router.route(0, 1, flow_hash(0, 1, 0)), other = router.route(0, 2, flow_hash(0, 2, 0));
+    FlowGraph separate, copied;
+    for (int i = 0; i < 3; ++i) separate.add(flow_along(r, 0, 1, 300'000'000));
+    separate.add(flow_along(other, 0, 2, 600'000'000));
+    Flow three = flow_along(r, 0, 1, 300'000'000);
+    three.copies = 3;
+    copied.add(three);
+    copied.add(flow_along(other, 0, 2, 600'000'000));
+    const std::vector<Seconds> a = engine.run(separate), b = engine.run(copied);
+    CHECK(test::relative_error(b[0], a[0]) < 1e-9);
+    CHECK(test::relative_error(b[1], a[3]) < 1e-9);
+  }
+}
+
 TEST_CASE("a link listed twice in one route carries the flow twice") {
   // Pipelined collectives rely on this: a ring channel's flow lists every hop's links.
   const Cluster c = test::cluster_from_yaml(kSmallFatTree);

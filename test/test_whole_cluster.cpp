@@ -110,7 +110,7 @@ namespace {
 /// four-node cluster of the given fabric: replica 0 sends from node 0 to node 2, replica 1 from
 /// node 1 to node 3, and each TP rank's data-parallel ring joins nodes 0 and 1 (2 and 3). Written
 /// to a fresh folder laid out as scenarios/ is (clusters/ beside the GPU catalog).
-std::string small_scenario(const std::string& cluster_yaml) {
+std::string small_scenario(const std::string& cluster_yaml, const std::string& parallel = "{tp: 8, pp: 2, dp: 2}") {
   char pattern[] = "/tmp/clustersim-whole-XXXXXX";
   REQUIRE(mkdtemp(pattern) != nullptr);
   const std::string dir = pattern;
@@ -119,7 +119,7 @@ std::string small_scenario(const std::string& cluster_yaml) {
   std::ofstream(dir + "/clusters/cluster.yaml") << cluster_yaml;
   std::ofstream(dir + "/scenario.yaml")
       << "name: whole-cluster\ncluster: clusters/cluster.yaml\nmodel: " << test::source_path("scenarios/models/megatron-1.7b.yaml")
-      << "\ngpus: 32\nparallel: {tp: 8, pp: 2, dp: 2}\nschedule: 1f1b\nglobal_batch: 16\nmicrobatch: 1\nprecision: bf16\n"
+      << "\ngpus: 32\nparallel: " << parallel << "\nschedule: 1f1b\nglobal_batch: 16\nmicrobatch: 1\nprecision: bf16\n"
          "recompute: selective\n";
   return dir + "/scenario.yaml";
 }
@@ -189,4 +189,48 @@ TEST_CASE("two TP ranks' data-parallel groups through one uplink halve each othe
   const Seconds shared = simulate_iteration(engine, router, plan).iteration_s - 3e-3 - latency;
   CHECK(alone == Approx((1 << 30) / bytes_per_s).epsilon(1e-6));
   CHECK(shared == Approx(2 * alone).epsilon(1e-6));
+}
+
+TEST_CASE("TP collectives in place take their alone times where no other traffic meets them") {
+  // tp 8 fills each node: a TP group's NVLink ports carry nothing else, which the proof finds, and
+  // running them in place anyway changes nothing, folded or not.
+  for (const auto& [fabric, yaml] : {std::pair{"single_switch", single_switch_four_nodes()},
+                                     {"fat_tree", fat_tree_four_nodes()},
+                                     {"rail_optimized", rail_optimized_four_nodes()}}) {
+    INFO(fabric);
+    const std::string scenario = small_scenario(yaml);
+    const nlohmann::json proven = test::cli_json("run " + scenario + " --fold exact");
+    CHECK(proven["tp_collectives"] == "timed alone: no link of a TP group carries other traffic (proven)");
+    const nlohmann::json placed = test::cli_json("run " + scenario + " --fold exact --tp-collectives in-place");
+    const nlohmann::json every = test::cli_json("run " + scenario + " --fold none --tp-collectives in-place");
+    CHECK(test::relative_error(placed["iteration_s"].get<double>(), proven["iteration_s"].get<double>()) < 1e-9);
+    CHECK(test::relative_error(every["iteration_s"].get<double>(), proven["iteration_s"].get<double>()) < 1e-9);
+  }
+}
+
+TEST_CASE("TP groups whose NVLink ports carry data-parallel rings run in place, and pay for it") {
+  // tp 4: two replicas share each node, and every data-parallel ring's hop inside a node uses
+  // the same GPU ports as the TP rings. In place they contend; the fold stays exact.
+  const std::string scenario = small_scenario(fat_tree_four_nodes(), "{tp: 4, pp: 2, dp: 4}");
+  const nlohmann::json placed = test::cli_json("run " + scenario + " --fold exact");
+  const std::string where = placed["tp_collectives"];
+  CHECK(where.rfind("in place: the link ", 0) == 0);
+  CHECK(where.find("nvswitch") != std::string::npos);
+  CHECK(where.find("also carries pipeline or data-parallel traffic") != std::string::npos);
+  const nlohmann::json alone = test::cli_json("run " + scenario + " --fold exact --tp-collectives alone");
+  CHECK(alone["tp_collectives"].get<std::string>().rfind("timed alone (as asked): the link ", 0) == 0);
+  CHECK(placed["iteration_s"].get<double>() >= alone["iteration_s"].get<double>() * (1 - 1e-12));
+  const nlohmann::json every = test::cli_json("run " + scenario + " --fold none");
+  CHECK(test::relative_error(placed["iteration_s"].get<double>(), every["iteration_s"].get<double>()) < 1e-9);
+}
+
+TEST_CASE("run's TP collectives option takes auto, alone or in-place, and only with whole-cluster replay") {
+  const std::string scenario = small_scenario(single_switch_four_nodes());
+  const test::CliResult bad = test::run_cli("run " + scenario + " --fold exact --tp-collectives sometimes");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.stdout_text.empty());
+  CHECK(bad.stderr_text.find("--tp-collectives: expected auto, alone or in-place, got 'sometimes'") != std::string::npos);
+  const test::CliResult assumed = test::run_cli("run " + scenario + " --tp-collectives in-place");
+  CHECK(assumed.exit_code == 2);
+  CHECK(assumed.stderr_text.find("--tp-collectives: expected --fold exact, none or all as well") != std::string::npos);
 }

@@ -28,6 +28,12 @@ int Cluster::gpu_of_nic(int nic) const {
   return node * gpus_per_node() + spec.node.nic_gpu[rail_of_nic(nic)];
 }
 
+std::string Cluster::direction_name(LinkDir d) const {
+  const Link& l = links[static_cast<std::size_t>(link_of(d))];
+  const bool fwd = d == forward(link_of(d));
+  return graph[static_cast<std::size_t>(fwd ? l.a : l.b)].name + " -> " + graph[static_cast<std::size_t>(fwd ? l.b : l.a)].name;
+}
+
 BytesPerSecond Cluster::effective_bandwidth_Bps(LinkId l) const {
   return links[l].bandwidth_Bps * spec.efficiency(links[l].type);
 }

@@ -82,6 +82,8 @@ struct Cluster {
   int rail_of_nic(int nic) const { return nic % nics_per_node(); }
   /// Bandwidth of one direction after the link type's calibrated efficiency.
   BytesPerSecond effective_bandwidth_Bps(LinkId l) const;
+  /// "from -> to" for one direction of a link, for messages.
+  std::string direction_name(LinkDir d) const;
 
   // Construction helpers used by the fabric builders.
   int add_vertex(VertexKind kind, int tier, int node, std::string name);

@@ -15,6 +15,15 @@ const char* to_string(SegmentKind kind) {
   return "?";
 }
 
+const char* to_string(TpPlacement placement) {
+  switch (placement) {
+    case TpPlacement::automatic: return "auto";
+    case TpPlacement::alone: return "alone";
+    case TpPlacement::in_place: return "in-place";
+  }
+  return "?";
+}
+
 const char* to_string(FoldMode mode) {
   switch (mode) {
     case FoldMode::exact: return "exact";

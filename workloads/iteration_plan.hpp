@@ -33,6 +33,12 @@ enum class CommGroup { tp, cp, dp, expert_dp };
 /// per rank sending for the rank, and TP rank 0's data-parallel groups alone on the fabric.
 enum class FoldMode { exact, none, all, assume };
 const char* to_string(FoldMode mode);
+/// Where TP collectives run under whole-cluster replay (every mode but `assume`): `automatic` times
+/// them alone where that is provably exact (no link of a TP group carries other traffic) and runs
+/// them in place among the rest elsewhere; `alone` and `in_place` force one or the other, to see
+/// what contention costs.
+enum class TpPlacement { automatic, alone, in_place };
+const char* to_string(TpPlacement placement);
 const char* to_string(SegmentKind kind);
 
 /// One step on a GPU's compute stream. Compute has a duration; a TP collective blocks it (Megatron
@@ -96,6 +102,7 @@ struct IterationPlan {
   /// dp_group and expert_dp_group alone.
   std::vector<std::vector<std::vector<int>>> dp_groups, expert_dp_groups;
   FoldMode fold = FoldMode::assume;
+  TpPlacement tp_placement = TpPlacement::automatic;
   std::vector<GroupTraffic> traffic;      // the all-to-alls and ring steps segments refer to
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
   bool blocking_p2p = false;              // a pipeline send holds its sender until it lands (Megatron's synchronous p2p)

@@ -22,6 +22,7 @@ struct RunOptions {
   bool allow_oom = false;
   std::string fold = "assume";
   std::string solver = "fluid";
+  std::string tp_collectives = "auto";
 };
 
 double gib(Bytes b) { return static_cast<double>(b) / (1ULL << 30); }
@@ -82,6 +83,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
                                                          : fmt::format("{} folded exactly onto them", others));
   if (it.simulated_replicas > 1)
     std::cout << fmt::format("breakdown of replica    {:>12}   (the slowest)\n", it.reported_replica);
+  if (!it.tp_collectives.empty()) std::cout << "TP collectives          " << it.tp_collectives << "\n";
   std::cout << fmt::format("tokens/s                {:>12.0f}\n", r.tokens_per_s);
   std::cout << fmt::format("model TFLOP/s per GPU   {:>12.1f}   (Megatron: executed FLOPs, recompute included)\n",
                            r.model_tflops_per_gpu);
@@ -120,6 +122,7 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
   j["replicas"] = r.iteration.replicas;
   j["simulated_replicas"] = r.iteration.simulated_replicas;
   j["fold"] = to_string(r.iteration.fold);
+  if (!r.iteration.tp_collectives.empty()) j["tp_collectives"] = r.iteration.tp_collectives;
   j["uncalibrated"] = nlohmann::ordered_json::array();
   for (const UncalibratedParameter& u : s.gpu.uncalibrated_parameters(s.precision))
     j["uncalibrated"].push_back({{"gpu", u.gpu}, {"parameter", u.parameter}, {"reason", u.reason}, {"using", u.fallback}});
@@ -190,10 +193,17 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--fold", o->fold,
                   "data-parallel replicas simulated once for several: assume (replica 0 alone, unproven; the "
                   "default), exact (where provably exact), none, all (an error unless every replica folds exactly)");
+  cmd->add_option("--tp-collectives", o->tp_collectives,
+                  "with --fold exact, none or all: auto (alone where provably exact, else in place among the other "
+                  "traffic; the default), alone, in-place");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
   cmd->callback([o] {
     const FoldMode fold = parse_fold(o->fold);
     const Solver solver = parse_solver(o->solver);
+    const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives);
+    if (tp_placement != TpPlacement::automatic && fold == FoldMode::assume)
+      throw UserError("command line", 0, "--tp-collectives",
+                      "expected --fold exact, none or all as well: under assume TP collectives are always timed alone");
     if (!o->trace_ranks.empty() && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
@@ -205,7 +215,7 @@ void add_run_command(CLI::App& app) {
     // Every input is read and checked; the outputs are checked before the (long) simulation.
     if (!o->json.empty()) check_output_path(o->json, "--json");
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
-    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver);
+    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement);
     if (!o->json.empty()) write_file(o->json, report_json(s, r), "--json");
     if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
     print_report(s, r);

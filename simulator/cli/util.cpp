@@ -170,4 +170,10 @@ FoldMode parse_fold(const std::string& text) {
   throw UserError("command line", 0, "--fold", "expected exact, none, all or assume, got '" + text + "'");
 }
 
+TpPlacement parse_tp_placement(const std::string& text) {
+  for (TpPlacement p : {TpPlacement::automatic, TpPlacement::alone, TpPlacement::in_place})
+    if (text == to_string(p)) return p;
+  throw UserError("command line", 0, "--tp-collectives", "expected auto, alone or in-place, got '" + text + "'");
+}
+
 }  // namespace clustersim::cli

@@ -1,0 +1,112 @@
+#include "simulator/pass_in_place.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace clustersim {
+
+bool has_tp_collective(const PassShape& shape) {
+  return std::any_of(shape.parts.begin(), shape.parts.end(), [](const Part& p) { return p.tp_collective >= 0; });
+}
+
+namespace {
+
+/// The flows of a lowering with identical ones that nothing waits on (a ring's channels that
+/// take one path) as one flow with copies: a TP group's 16 channels on an NVSwitch become one.
+FlowGraph merged_copies(FlowGraph sub) {
+  std::vector<bool> awaited(sub.flows.size(), false);
+  for (const Flow& f : sub.flows)
+    for (FlowId a : f.after) awaited[static_cast<std::size_t>(a)] = true;
+  FlowGraph out;
+  std::vector<FlowId> moved(sub.flows.size(), -1);
+  std::map<std::tuple<int, int, Bytes, Seconds, std::vector<LinkDir>, std::vector<FlowId>>, FlowId> seen;
+  for (std::size_t i = 0; i < sub.flows.size(); ++i) {
+    Flow& f = sub.flows[i];
+    for (FlowId& a : f.after) a = moved[static_cast<std::size_t>(a)];
+    if (!awaited[i]) {
+      auto [it, fresh] = seen.try_emplace({f.src_gpu, f.dst_gpu, f.size_bytes, f.latency_s, f.links, f.after},
+                                          static_cast<FlowId>(out.flows.size()));
+      if (!fresh) {
+        out.flows[static_cast<std::size_t>(it->second)].copies += f.copies;
+        continue;
+      }
+    }
+    moved[i] = out.add(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& router, const CollectiveChoice& choice,
+                                           const std::vector<int>& group, int channels, FlowId after) {
+  const CollectiveRequest req{choice.op, group, choice.bytes, channels, choice.protocol, 0};
+  FlowGraph sub = merged_copies(choice.algorithm->lower(router, req));
+  const FlowId base = static_cast<FlowId>(graph.flows.size());
+  std::vector<FlowId> ids;
+  for (Flow& f : sub.flows) {
+    for (FlowId& a : f.after) a += base;
+    if (f.after.empty()) f.after.push_back(after);
+    ids.push_back(graph.add(std::move(f)));
+  }
+  return ids;
+}
+
+PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTimes& times, const PassShape& shape,
+                            const std::vector<std::vector<int>>& tp_groups, int channels, int gpu,
+                            std::vector<FlowId> after) {
+  // The compute between collectives, as timers. The compute that hides a collective runs beside
+  // it (a timer next to its flows), so it comes off the timers, the latest first: in a backward
+  // the weight gradient that hides the input gradient's all-reduce follows it.
+  std::vector<Seconds> compute{0};
+  Seconds hidden = 0;
+  for (const Part& p : shape.parts) {
+    if (p.tp_collective < 0) {
+      compute.back() += p.duration_s;
+    } else {
+      hidden += p.hidden_s;
+      compute.push_back(0);
+    }
+  }
+  for (auto it = compute.rbegin(); it != compute.rend() && hidden > 0; ++it) {
+    const Seconds cut = std::min(*it, hidden);
+    *it -= cut;
+    hidden -= cut;
+  }
+  PassChain chain;
+  Flow entry = timer_flow(gpu, compute.front());
+  entry.after = std::move(after);
+  FlowId head = chain.entry = graph.add(std::move(entry));
+  std::size_t next = 1;
+  for (std::size_t i = 0; i < shape.parts.size(); ++i) {
+    const Part& p = shape.parts[i];
+    if (p.tp_collective < 0) continue;
+    Flow join = timer_flow(gpu, 0);
+    Flow beside = timer_flow(gpu, p.hidden_s);
+    beside.after = {head};
+    join.after.push_back(graph.add(std::move(beside)));
+    for (const auto& group : tp_groups) {
+      const auto ids = add_lowered_collective(graph, router, times.choice(p.tp_collective), group, channels, head);
+      join.after.insert(join.after.end(), ids.begin(), ids.end());
+    }
+    const FlowId joined = graph.add(std::move(join));
+    chain.collectives.push_back({i, head, joined});
+    Flow rest = timer_flow(gpu, compute[next++]);
+    rest.after = {joined};
+    head = graph.add(std::move(rest));
+  }
+  chain.exit = head;
+  return chain;
+}
+
+std::vector<Part> realized_parts(const PassShape& shape, const PassChain& chain, const std::vector<Seconds>& finish) {
+  std::vector<Part> parts = shape.parts;
+  for (const PassChain::Collective& c : chain.collectives) {
+    Part& p = parts[c.part];
+    p.duration_s = std::max(0.0, finish[c.join] - finish[c.head] - p.hidden_s);
+  }
+  return parts;
+}
+
+}  // namespace clustersim
