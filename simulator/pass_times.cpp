@@ -13,11 +13,49 @@ bool is_wait(SegmentKind k) {
          k == SegmentKind::cp_comm || k == SegmentKind::dp_comm;
 }
 
-/// A TP collective shows what the compute running beside it does not hide; the weight gradient
-/// hides it only when it runs in the same pass.
+Seconds interference_s(Seconds comm_s, Seconds compute_s, double sm_share) {
+  if (comm_s <= 0 || compute_s <= 0 || sm_share <= 0) return 0;
+  return std::max(comm_s - compute_s, sm_share * comm_s) - std::max(0.0, comm_s - compute_s);
+}
+
+/// The compute beside a TP collective: its hidden_s, and the weight gradient when it runs in the
+/// same pass.
+static Seconds hiding_s(const Segment& s, bool weight_in_pass) {
+  return s.hidden_s + (weight_in_pass ? s.hidden_by_weight_s : 0);
+}
+
+/// A TP collective shows what the compute running beside it does not hide.
 Seconds PassTimes::tp_time(int rank, const Segment& s, bool weight_in_pass) {
-  const Seconds hidden = s.hidden_s + (weight_in_pass ? s.hidden_by_weight_s : 0);
-  return std::max(0.0, collective_time(rank, s, plan_.tp_group[rank]) - hidden);
+  return std::max(0.0, collective_time(rank, s, plan_.tp_group[rank]) - hiding_s(s, weight_in_pass));
+}
+
+/// What a collective step running beside compute (TP under the asynchronous backward, a ring
+/// attention step, ZeRO's per-layer collectives) takes from that compute: each is NCCL's.
+Seconds PassTimes::interference(int rank, const Segment& s, bool weight_in_pass) {
+  const double share = plan_.nccl_sm_share;
+  if (share <= 0) return 0;
+  switch (s.kind) {
+    case SegmentKind::tp_comm:
+      return interference_s(collective_time(rank, s, plan_.tp_group[rank]), hiding_s(s, weight_in_pass), share);
+    case SegmentKind::cp_comm:
+      return s.traffic < 0 ? 0 : s.repeat * interference_s(traffic_time(s.traffic), s.hidden_s, share);
+    case SegmentKind::dp_comm: {
+      const std::vector<int>& group =
+          s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank];
+      return interference_s(collective_time(rank, s, group), s.hidden_s, share);
+    }
+    default:
+      return 0;
+  }
+}
+
+/// The share of SMs a wait's kernel holds: DeepEP's for its all-to-alls, NCCL's channels for the
+/// rest; waiting for another rank's experts holds none.
+double PassTimes::sm_share(const Segment& s) const {
+  if (s.kind == SegmentKind::imbalance) return 0;
+  if (s.kind == SegmentKind::ep_comm && plan_.traffic.at(static_cast<std::size_t>(s.traffic)).deepep)
+    return plan_.deepep_sm_share;
+  return plan_.nccl_sm_share;
 }
 
 /// A context-parallel step: a ring-attention exchange shows what its compute does not hide, each
@@ -102,13 +140,22 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
                         : s.kind == SegmentKind::cp_comm ? cp_time(rank, s)
                         : s.kind == SegmentKind::dp_comm ? zero_time(rank, s)
                                                          : s.duration_s;
-      Part part{s.kind, s.label, d};
+      if (!is_wait(s.kind)) {
+        shape.parts.push_back({s.kind, s.label, d});
+        shape.duration_s += d;
+        continue;
+      }
+      Part part{s.kind, s.label, d, sm_share(s)};
       if (s.kind == SegmentKind::tp_comm) {
         part.tp_collective = tp_choice(rank, s);
-        part.hidden_s = s.hidden_s + (kind == PassKind::backward ? s.hidden_by_weight_s : 0);
+        part.hidden_s = hiding_s(s, kind == PassKind::backward);
       }
       shape.parts.push_back(part);
       shape.duration_s += d;
+      if (const Seconds slowed = interference(rank, s, kind == PassKind::backward); slowed > 0) {
+        shape.parts.push_back({SegmentKind::compute, "interference: " + s.label, slowed});
+        shape.duration_s += slowed;
+      }
     }
   return shapes_.emplace(key, std::move(shape)).first->second;
 }
@@ -116,30 +163,42 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
 /// An overlapped F&B unit (DualPipe): one microbatch's forward and another's backward on the
 /// same GPU. Their compute shares the SMs, so it adds up; each pass's blocking communication
 /// hides under the other's compute, so what shows is max(F compute, B comm) + max(B compute, F
-/// comm), the overlap DualPipe is built for.
+/// comm), the overlap DualPipe is built for; but each communication kernel holds its SMs while it
+/// runs (DeepEP 20), so the compute beside it is charged w x share for each wait w
+/// (interference_s): max(F compute + B's charge, B comm) + max(B compute + F's charge, F comm).
 const PassShape& PassTimes::overlapped(const PassShape& f, const PassShape& b) {
   auto key = std::make_pair(&f, &b);
   if (auto it = overlapped_.find(key); it != overlapped_.end()) return it->second;
-  auto split = [](const PassShape& s) {
-    Seconds compute = 0;
-    for (const Part& part : s.parts) compute += is_wait(part.kind) ? 0 : part.duration_s;
-    return std::pair(compute, s.duration_s - compute);
+  struct Split {
+    Seconds compute = 0, comm = 0, charge = 0;  // charge: what its waits take from compute beside them
   };
-  const auto [fc, fm] = split(f);
-  const auto [bc, bm] = split(b);
+  auto split = [](const PassShape& s) {
+    Split out;
+    for (const Part& part : s.parts) {
+      (is_wait(part.kind) ? out.comm : out.compute) += part.duration_s;
+      if (is_wait(part.kind)) out.charge += part.duration_s * part.sm_share;
+    }
+    return out;
+  };
+  const Split fs = split(f), bs = split(b);
+  const Seconds fc = fs.compute, bc = bs.compute;
   PassShape unit;
   for (const PassShape* s : {&f, &b})
     for (const Part& part : s->parts)
       if (!is_wait(part.kind)) unit.parts.push_back(part);
-  unit.duration_s = std::max(fc, bm) + std::max(bc, fm);
-  if (unit.duration_s > fc + bc) {
+  const Seconds first = std::max(fc + bs.charge, bs.comm), second = std::max(bc + fs.charge, fs.comm);
+  unit.duration_s = first + second;
+  const Seconds exposed = std::max(0.0, bs.comm - fc) + std::max(0.0, fs.comm - bc);
+  if (const Seconds slowed = unit.duration_s - fc - bc - exposed; slowed > 0)
+    unit.parts.push_back({SegmentKind::compute, "F&B interference", slowed});
+  if (exposed > 0) {
     // What stays exposed is charged to the kind of wait the pair has most of.
     std::map<SegmentKind, Seconds> waits;
     for (const PassShape* s : {&f, &b})
       for (const Part& part : s->parts)
         if (is_wait(part.kind)) waits[part.kind] += part.duration_s;
     const auto most = std::max_element(waits.begin(), waits.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    unit.parts.push_back({most->first, "F&B exposed communication", unit.duration_s - fc - bc});
+    unit.parts.push_back({most->first, "F&B exposed communication", exposed});
   }
   return overlapped_.emplace(key, std::move(unit)).first->second;
 }

@@ -2,8 +2,9 @@
 // How long each pass of a pipeline rank takes: its segments with their times resolved. Compute
 // comes from the plan; a blocking collective (TP, CP, ZeRO-2/3's per-layer ones, an MoE
 // all-to-all) is timed alone on the fabric once per shape and cached, and shows only what the
-// compute beside it does not hide. The iteration replays each pass as one timed step and keeps
-// the parts for the breakdown and the trace.
+// compute beside it does not hide, and slows that compute by the SMs it holds (interference_s,
+// a compute part of its own). The iteration replays each pass as one timed step and keeps the parts
+// for the breakdown and the trace.
 #include <map>
 #include <string>
 #include <tuple>
@@ -19,6 +20,9 @@ struct Part {
   SegmentKind kind;
   std::string label;
   Seconds duration_s;
+  /// A wait: the share of the GPU's SMs its communication kernel holds while it runs, what it takes
+  /// from compute that an F&B unit runs beside it.
+  double sm_share = 0;
   /// A collective over the rank's TP group: its index in PassTimes::choice (-1 for anything else),
   /// and the compute beside it that hides it (duration_s = max(0, alone - hidden)).
   int tp_collective = -1;
@@ -33,6 +37,12 @@ struct CollectiveChoice {
   Protocol protocol;
   Seconds alone_s = 0;
 };
+
+/// Communication-computation interference: a kernel holding `sm_share` of the SMs for `comm_s`
+/// slows the `compute_s` beside it to 1 - sm_share of its speed while it runs, so the two take
+/// max(comm_s, compute_s + sm_share x comm_s) together. What this adds beyond the compute and the
+/// communication's own exposed max(0, comm_s - compute_s); 0 with nothing beside it.
+Seconds interference_s(Seconds comm_s, Seconds compute_s, double sm_share);
 
 /// A pass's steps back to back on the compute stream, and their total.
 struct PassShape {
@@ -62,6 +72,8 @@ class PassTimes {
   std::vector<int> choices_of(int rank) const;
 
  private:
+  Seconds interference(int rank, const Segment& s, bool weight_in_pass);
+  double sm_share(const Segment& s) const;
   Seconds cp_time(int rank, const Segment& s);
   Seconds zero_time(int rank, const Segment& s);
   Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group);

@@ -372,7 +372,8 @@ const std::set<std::string> kOptionalKeys = {
     "nodes_per_unit", "oversubscription", "shared_experts", "dense_layers", "capacity_factor", "dropless",
     "node_limit", "placement", "routing", "hot_factor", "seed", "dispatch", "hbm_GB", "hbm_GiB",
     "gemm_efficiency", "attention_efficiency", "hbm_efficiency", "score_matmul_efficiency",
-    "in_training_efficiency", "fp8_gemm_efficiency", "uncalibrated", "tied_embeddings_note"};
+    "in_training_efficiency", "fp8_gemm_efficiency", "streaming_multiprocessors", "interference", "uncalibrated",
+    "tied_embeddings_note"};
 
 TEST_CASE("a required field deleted from any shipped file is named at the mapping that lacks it") {
   const Corpus c;

@@ -173,6 +173,8 @@ ComputeOp gradient_accumulation_op(double parameters, int accumulate_bytes);
 /// weight (read 4, write 2); the gradient buffer zeroed (its width, gradient_buffer_bytes). A
 /// 16-bit buffer (fp16 training) is first cast to the fp32 main gradients (read 2, write 4). With
 /// fp16's loss scaling the gradients are unscaled and checked for inf/nan (read and write, 8).
+/// Left out: clipping's scale (read and write, 8), run only when the norm exceeds the clip, and the
+/// one-float all-reduces of the norm and of fp16's found-inf flag (latency, README "fixed costs").
 ComputeOp optimizer_op(double parameters, int gradient_buffer_bytes, bool loss_scaling);
 
 }  // namespace clustersim

@@ -18,6 +18,7 @@ constexpr double kMinHbmBandwidth_TBps = 1e-3, kMaxHbmBandwidth_TBps = 1e4;
 constexpr double kMinFraction = 1e-3;
 constexpr double kMaxHalfGflop = 1e9;
 constexpr double kMaxHalfSeqLen = 1e9;
+constexpr int kMaxSms = 100000;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -76,6 +77,15 @@ Entry read_fraction_entry(const YamlField& f) {
   return Entry{read_fraction(f.child("fraction")), f.child("source").as_string()};
 }
 
+StreamingMultiprocessors read_streaming_multiprocessors(const YamlField& f) {
+  f.expect_keys({"count", "interference", "source"});
+  StreamingMultiprocessors sms;
+  sms.count = static_cast<int>(f.child("count").as_integer_in(1, kMaxSms, "SMs"));
+  if (auto e = f.find("interference")) sms.interference = e->as_bool();
+  sms.source = f.child("source").as_string();
+  return sms;
+}
+
 ScoreMatmulEfficiency read_score_matmul_efficiency(const YamlField& f) {
   f.expect_keys({"score_hbm_fraction", "source"});
   return ScoreMatmulEfficiency{read_fraction(f.child("score_hbm_fraction")), f.child("source").as_string()};
@@ -102,7 +112,7 @@ std::vector<UncalibratedNote> read_uncalibrated(const YamlField& gpu, const Yaml
 GpuModel read_gpu(const YamlField& f) {
   f.expect_keys({"name", "peak_tflops", "hbm_GiB", "hbm_GB", "hbm_bandwidth_TBps", "gemm_efficiency", "fp8_gemm_efficiency",
                  "attention_efficiency", "hbm_efficiency", "score_matmul_efficiency", "in_training_efficiency",
-                 "uncalibrated", "source"});
+                 "streaming_multiprocessors", "uncalibrated", "source"});
   GpuModel gpu;
   gpu.name = f.child("name").as_string();
   gpu.peak_flops_per_s = read_peaks(f.child("peak_tflops"));
@@ -117,6 +127,7 @@ GpuModel read_gpu(const YamlField& f) {
   if (auto e = f.find("hbm_efficiency")) gpu.hbm_efficiency = read_fraction_entry<HbmEfficiency>(*e);
   if (auto e = f.find("score_matmul_efficiency")) gpu.score_matmul_efficiency = read_score_matmul_efficiency(*e);
   if (auto e = f.find("in_training_efficiency")) gpu.in_training_efficiency = read_fraction_entry<InTrainingEfficiency>(*e);
+  if (auto e = f.find("streaming_multiprocessors")) gpu.streaming_multiprocessors = read_streaming_multiprocessors(*e);
   if (auto u = f.find("uncalibrated")) gpu.uncalibrated = read_uncalibrated(f, *u);
   gpu.source = f.child("source").as_string();  // required: every figure says where it is from
   gpu.catalog_file = f.file();
@@ -131,7 +142,8 @@ GpuModel read_gpu(const YamlField& f) {
 const std::vector<std::string>& calibration_fields() {
   static const std::vector<std::string> kFields = {"gemm_efficiency",        "fp8_gemm_efficiency",
                                                    "attention_efficiency",   "hbm_efficiency",
-                                                   "score_matmul_efficiency", "in_training_efficiency"};
+                                                   "score_matmul_efficiency", "in_training_efficiency",
+                                                   "streaming_multiprocessors"};
   return kFields;
 }
 
@@ -173,6 +185,9 @@ std::vector<UncalibratedParameter> GpuModel::uncalibrated_parameters(const std::
   std::vector<UncalibratedParameter> out;
   if (!in_training_efficiency)
     out.push_back({name, "in_training_efficiency", reason("in_training_efficiency"), "1, kernels at their benchmark speed"});
+  if (!streaming_multiprocessors)
+    out.push_back({name, "streaming_multiprocessors", reason("streaming_multiprocessors"),
+                   "no interference, compute beside communication at full speed"});
   if (is_eight_bit(precision) && gemm_efficiency) {
     if (precision == "fp8" && !fp8_gemm_efficiency)
       out.push_back({name, "fp8_gemm_efficiency", reason("fp8_gemm_efficiency"), "the bf16 gemm_efficiency at the fp8 peak"});
@@ -189,11 +204,17 @@ std::vector<std::string> GpuModel::missing_calibrations() const {
                                                {"attention_efficiency", attention_efficiency.has_value()},
                                                {"hbm_efficiency", hbm_efficiency.has_value()},
                                                {"score_matmul_efficiency", score_matmul_efficiency.has_value()},
-                                               {"in_training_efficiency", in_training_efficiency.has_value()}};
+                                               {"in_training_efficiency", in_training_efficiency.has_value()},
+                                               {"streaming_multiprocessors", streaming_multiprocessors.has_value()}};
   std::vector<std::string> out;
   for (const std::string& field : calibration_fields())
     if (!present.at(field)) out.push_back(field);
   return out;
+}
+
+double GpuModel::sm_share(int held_sms) const {
+  if (!streaming_multiprocessors || !streaming_multiprocessors->interference || held_sms <= 0) return 0;
+  return std::min(1.0, double(held_sms) / streaming_multiprocessors->count);
 }
 
 std::string UncalibratedParameter::describe() const {

@@ -56,6 +56,17 @@ struct InTrainingEfficiency {
   std::string source;
 };
 
+/// Streaming multiprocessors (AMD: compute units), the pool a communication kernel takes its CUDA
+/// blocks from: while an NCCL collective or DeepEP's kernels run beside compute, the compute keeps
+/// (count - held) / count of the GPU (simulator/pass_times.hpp). From the vendor's documents.
+struct StreamingMultiprocessors {
+  int count = 0;
+  /// false where a measurement of compute beside communication on this GPU shows no slowdown the
+  /// SM share would explain (the source says which): its compute keeps full speed.
+  bool interference = true;
+  std::string source;
+};
+
 /// A calibration the catalog states it does not have, and why: `uncalibrated: {parameter: reason}`.
 struct UncalibratedNote {
   std::string parameter;  // "in_training_efficiency", "fp8_gemm_efficiency", ...
@@ -84,6 +95,7 @@ struct GpuModel {
   std::optional<HbmEfficiency> hbm_efficiency;
   std::optional<ScoreMatmulEfficiency> score_matmul_efficiency;
   std::optional<InTrainingEfficiency> in_training_efficiency;
+  std::optional<StreamingMultiprocessors> streaming_multiprocessors;
   std::vector<UncalibratedNote> uncalibrated;  // the catalog's own reasons, in file order
   std::string source;
   // Where the entry is written, so a missing calibration can be reported there.
@@ -104,8 +116,12 @@ struct GpuModel {
   /// bf16 rate (DeepGEMM's 128-row GEMMs: 0.9x to 1.4x of H800's bf16 curve), not under it.
   /// Without an FP8 curve, the bf16 one at the 8-bit peak.
   double gemm_fraction_of_peak(const std::string& dtype, double flops) const;
+  /// The share of this GPU's SMs that a communication kernel holding `held_sms` of them takes from
+  /// the compute running beside it: held / count, at most 1; 0 without an SM count (uncalibrated:
+  /// no interference) or where the catalog measured none (StreamingMultiprocessors::interference).
+  double sm_share(int held_sms) const;
   /// The parameters a run at `precision` uses without a calibration, each with its fallback:
-  /// in_training_efficiency (fallback 1) and, in 8-bit, a GEMM curve measured in that datatype
+  /// in_training_efficiency (fallback 1), streaming_multiprocessors (no interference) and, in 8-bit, a GEMM curve measured in that datatype
   /// (fallback: the bf16 curve at the 8-bit peak). Parameters without a fallback (gemm_efficiency,
   /// attention_efficiency, ...) are not here: timing an op that needs one is an error.
   std::vector<UncalibratedParameter> uncalibrated_parameters(const std::string& precision) const;

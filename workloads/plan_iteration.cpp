@@ -12,6 +12,8 @@ namespace clustersim {
 
 namespace {
 
+constexpr int kDeepEpSms = 20;  // SMs DeepEP's normal kernels hold (see plan_iteration below)
+
 /// One MoE all-to-all's sizes from the routing: a dispatch sends token copies from rank i to the
 /// experts on rank j; a combine brings them back (the transpose). DeepEP sends a token once per
 /// remote node and fans it out over NVLink from the relay on the sender's rail there.
@@ -311,6 +313,12 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   plan.optimizer_s = op_time(s.gpu, s.precision,
                              optimizer_op(params_per_rank_max, s.gradient_reduce_bytes(), s.precision == "fp16"), kernels);
   plan.channels = 2 * s.cluster.node.nics;
+  // NCCL runs one CUDA block per channel, each on an SM of its own (NCCL's NCCL_MIN_NCHANNELS: more
+  // channels, more blocks, more of the GPU's compute); DeepEP's kernels hold 20 SMs (DeepSeek-V3,
+  // arXiv:2412.19437 section 3.2.2: 20 of the H800's 132 saturate IB and NVLink; DeepEP's
+  // Buffer.num_sms defaults to 20).
+  plan.nccl_sm_share = s.gpu.sm_share(plan.channels);
+  plan.deepep_sm_share = s.moe.deepep ? s.gpu.sm_share(kDeepEpSms) : 0;
   if (s.model.tied_embeddings && stages - 1 > plan.embedding_stage)
     plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * plan.gradient_bytes_per_param);
   return plan;
