@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -40,7 +41,11 @@ IterationMeasurement read_iteration(const std::string& text) {
   return m;
 }
 
-std::string percent(double fraction) { return fmt::format("{:+.2f}%", 100 * fraction); }
+/// "+1.23%"; a residual that rounds to zero prints as +0.00%, never -0.00%.
+std::string percent(double fraction) {
+  const double hundredths = std::round(1e4 * fraction);
+  return fmt::format("{:+.2f}%", hundredths == 0 ? 0.0 : hundredths / 100);
+}
 
 std::string describe_files(const std::vector<std::string>& files, const std::vector<NcclTestsFile>& read) {
   std::string out;
@@ -114,17 +119,21 @@ void print_report(const ClusterSpec& cluster, const std::vector<NcclTestsFile>& 
 
   if (!links.residuals.empty()) {
     std::cout << "\n# nccl-tests residuals (error = predicted / measured - 1; fitted: bandwidth-bound rows)\n";
-    std::cout << fmt::format("# {:<40} {:<14} {:>5} {:>12} {:>9} {:>9} {:>8} {}\n", "file:line", "op", "GPUs", "size (B)",
+    std::size_t width = 9;
+    for (const CalibrationResidual& r : links.residuals) width = std::max(width, r.source.size());
+    std::cout << fmt::format("# {:<{}} {:<14} {:>5} {:>12} {:>9} {:>9} {:>8} {}\n", "file:line", width, "op", "GPUs", "size (B)",
                              "measured", "predicted", "error", "fitted");
     for (const CalibrationResidual& r : links.residuals)
-      std::cout << fmt::format("  {:<40} {:<14} {:>5} {:>12} {:>9.2f} {:>9.2f} {:>8} {}\n", r.source, r.what, r.gpus,
+      std::cout << fmt::format("  {:<{}} {:<14} {:>5} {:>12} {:>9.2f} {:>9.2f} {:>8} {}\n", r.source, width, r.what, r.gpus,
                                r.size_bytes, r.measured, r.predicted, percent(r.error()), r.fitted ? "yes" : "no");
   }
   if (!gpus.residuals.empty()) {
     std::cout << "\n# iteration residuals (error = predicted / measured - 1)\n";
-    std::cout << fmt::format("# {:<40} {:>6} {:>12} {:>13} {:>8}\n", "scenario", "GPUs", "measured (s)", "predicted (s)", "error");
+    std::size_t width = 8;
+    for (const CalibrationResidual& r : gpus.residuals) width = std::max(width, r.source.size());
+    std::cout << fmt::format("# {:<{}} {:>6} {:>12} {:>13} {:>8}\n", "scenario", width, "GPUs", "measured (s)", "predicted (s)", "error");
     for (const CalibrationResidual& r : gpus.residuals)
-      std::cout << fmt::format("  {:<40} {:>6} {:>12.4f} {:>13.4f} {:>8}\n", r.source, r.gpus, r.measured, r.predicted,
+      std::cout << fmt::format("  {:<{}} {:>6} {:>12.4f} {:>13.4f} {:>8}\n", r.source, width, r.gpus, r.measured, r.predicted,
                                percent(r.error()));
   }
 }
