@@ -121,8 +121,8 @@ LinkFitResult fit_link_efficiencies(const ClusterSpec& cluster, const std::vecto
   // Scale-up link type first: the NICs' fit then sees the fitted NVLink inside each node.
   std::vector<std::string> order;
   const std::string scale_up = cluster.node.scale_up_link.type;
-  for (const NcclTestsFile& f : files)
-    if (link_type_measured(cluster, f.ranks) == scale_up && order.empty()) order.push_back(scale_up);
+  if (std::any_of(files.begin(), files.end(), [&](const NcclTestsFile& f) { return link_type_measured(cluster, f.ranks) == scale_up; }))
+    order.push_back(scale_up);
   for (const NcclTestsFile& f : files) {
     const std::string t = link_type_measured(cluster, f.ranks);
     if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);

@@ -233,6 +233,7 @@ void add_run_command(CLI::App& app) {
     std::vector<std::string> overrides = o->overrides;
     if (!o->calibration.empty()) {
       check_input_path(o->calibration, "--calibration");
+      named_by("--calibration", o->calibration, [&] { return load_calibration(o->calibration, "--calibration"); });
       // The scenario reads it relative to its own folder.
       const std::filesystem::path from = std::filesystem::absolute(o->scenario).parent_path();
       overrides.push_back("calibration=" + std::filesystem::absolute(o->calibration).lexically_proximate(from).string());
