@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "simulator/calibration_fit.hpp"
 #include "support.hpp"
 
 namespace {
@@ -54,6 +55,16 @@ void expect_nccl_tests_error(const std::string& from, const std::string& to, con
 }
 
 const std::string kRow1G = "  1073741824     268435456     float     sum      -1";
+
+/// The error a reader throws: its line, field and message.
+void check_error(const clustersim::UserError& e, int line, const std::string& field, const std::string& expected) {
+  INFO(e.what());
+  CHECK(e.line() == line);
+  CHECK(e.field_path() == field);
+  CHECK_THAT(e.expected(), Contains(expected));
+}
+
+const std::string kGoodRow = "  1048576  262144  float  sum  -1  31.92  32.85  57.48  0  31.92  32.85  57.48  0\n";
 
 }  // namespace
 
@@ -154,4 +165,85 @@ TEST_CASE("a measured iteration without its time is an error on the command line
 TEST_CASE("a measured iteration time that is not a positive number is an error") {
   require_one_line_error(run_cli("calibrate --cluster " + source_path(kSuperpod) + " --iteration " + source_path(kScenario) + "=-3"),
                          "error: command line: --iteration: ", "expected a number from 1e-06 to 1e+07, got '-3'");
+}
+
+// ----- the readers, column by column -----
+
+TEST_CASE("each column of an nccl-tests row is checked for what nccl-tests prints there") {
+  using clustersim::parse_nccl_tests;
+  struct Bad {
+    std::string row, field, expected;
+  };
+  const std::vector<Bad> cases = {
+      {"  1048576  26x144  float  sum  -1  31.92  32.85  57.48  0  31.92  32.85  57.48  0", "count", "expected an integer (elements)"},
+      {"  1048576  262144  4  sum  -1  31.92  32.85  57.48  0  31.92  32.85  57.48  0", "type", "expected a data type name"},
+      {"  1048576  262144  float  0  -1  31.92  32.85  57.48  0  31.92  32.85  57.48  0", "redop", "expected a reduction name"},
+      {"  1048576  262144  float  sum  -2  31.92  32.85  57.48  0  31.92  32.85  57.48  0", "root", "expected an integer of at least -1"},
+      {"  1048576  262144  float  sum  -1  -31.92  32.85  57.48  0  31.92  32.85  57.48  0", "time", "(out-of-place, us)"},
+      {"  1048576  262144  float  sum  -1  31.92  32.85  57.48  0  31.92  32.85  nan  0", "busbw", "(in-place, GB/s)"},
+      {"  -1048576  262144  float  sum  -1  31.92  32.85  57.48  0  31.92  32.85  57.48  0", "size", "expected an integer of at least 0"},
+  };
+  for (const Bad& b : cases) {
+    INFO(b.row);
+    check_error(clustersim::test::error_of([&] { parse_nccl_tests(kGoodRow + b.row + "\n", "all_reduce_perf.txt", 8); }), 2,
+                b.field, b.expected);
+  }
+}
+
+TEST_CASE("nccl-tests output without rows, or on a GPU count its Rank lines contradict, is an error") {
+  using clustersim::parse_nccl_tests;
+  check_error(clustersim::test::error_of([] { parse_nccl_tests("# Collective test starting: all_reduce_perf\n#\n", "x.txt", 8); }), 2,
+              "rows", "expected at least one result row");
+  const std::string two_ranks = "#  Rank  0 Group  0 Pid 1 on a device  0 [0x18] GPU\n#  Rank  1 Group  0 Pid 2 on a device  1 [0x2a] GPU\n";
+  check_error(clustersim::test::error_of([&] { parse_nccl_tests(two_ranks + kGoodRow, "all_reduce_perf.txt", 8); }), 0, "--gpus",
+              "expected 2 GPUs, as the file's '#  Rank' lines list, got 8");
+  check_error(clustersim::test::error_of([&] { parse_nccl_tests(kGoodRow, "all_reduce_perf.txt", 1); }), 1, "ranks",
+              "expected a measurement on at least 2 GPUs");
+}
+
+TEST_CASE("nccl-tests output on more GPUs than the cluster, or without any bandwidth, cannot be fitted") {
+  const clustersim::ClusterSpec cluster = clustersim::load_cluster_spec(source_path("scenarios/clusters/mi300x-cluster.yaml"));
+  const auto big = clustersim::parse_nccl_tests(kGoodRow, "all_reduce_perf.txt", 256);
+  check_error(clustersim::test::error_of([&] { clustersim::fit_link_efficiencies(cluster, {big}); }), 0, "ranks",
+              "expected at most the 128 GPUs of cluster");
+  const auto idle = clustersim::parse_nccl_tests(
+      "  1048576  262144  float  sum  -1  31.92  0  0  0  31.92  0  0  0\n", "all_reduce_perf.txt", 8);
+  check_error(clustersim::test::error_of([&] { clustersim::fit_link_efficiencies(cluster, {idle}); }), 0, "busbw",
+              "expected a measured bus bandwidth above 0");
+}
+
+TEST_CASE("a calibration file's rows are checked where they are written") {
+  using clustersim::YamlField;
+  auto parse = [](const std::string& text) { clustersim::parse_calibration(YamlField::load_string(text, "c.yaml")); };
+  const std::string head = "name: x\nfitted_on: y\n";
+  const std::string link = "link_types:\n  nvlink4: {bandwidth_efficiency: 0.8, source: s}\n";
+  check_error(clustersim::test::error_of([&] { parse(head); }), 1, "",
+              "expected link_types or gpus: a calibration file that calibrates something");
+  check_error(clustersim::test::error_of([&] { parse(head + "link_types: [nvlink4]\n"); }), 3, "link_types",
+              "expected a mapping of link type names");
+  check_error(clustersim::test::error_of([&] {
+                parse(head + link + "residuals:\n  - {nccl_tests: a.txt:3, scenario: s.yaml, gpus: 8, measured_s: 1, predicted_s: 1, error_percent: 0, fitted: true}\n");
+              }),
+              6, "residuals[0]", "one of them");
+  check_error(clustersim::test::error_of([&] {
+                parse(head + link + "residuals:\n  - {scenario: s.yaml, op: all_reduce, gpus: 8, measured_s: 1, predicted_s: 1, error_percent: 0, fitted: true}\n");
+              }),
+              6, "residuals[0].op", "expected op only on an nccl_tests residual");
+}
+
+TEST_CASE("calibrate with nothing to write says so instead of writing an empty calibration") {
+  // A 16-GPU all-reduce on DGX H100 is NVLink-bound in the model: it constrains no link type.
+  const std::string file = clustersim::test::temp_file(
+      clustersim::test::shipped_with("scenarios/calibration/all_gather_perf-16gpu.synthetic.txt", "", ""), "-all_gather_perf.txt");
+  const std::string out = clustersim::test::temp_file("", ".yaml");
+  // All-gather across nodes does constrain the NICs, so this one writes; the all-reduce below does not.
+  CHECK(run_cli("calibrate --cluster " + source_path(kSuperpod) + " " + file + " --out " + out).exit_code == 0);
+  std::remove(file.c_str());
+  const std::string cluster = source_path(kSuperpod);
+  const std::string made = clustersim::test::temp_file("", "-all_reduce_perf.txt");
+  REQUIRE(run_cli("collective --cluster " + cluster + " --gpus 16 -b 256M -e 1G --nccl-tests " + made).exit_code == 0);
+  require_one_line_error(run_cli("calibrate --cluster " + cluster + " " + made + " --out " + out),
+                         "error: " + out + ": --out: ", "nothing to write");
+  std::remove(made.c_str());
+  std::remove(out.c_str());
 }
