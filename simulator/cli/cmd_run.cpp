@@ -35,7 +35,8 @@ void print_calibration(const ScenarioSpec& s) {
   for (const LinkCalibration& l : c.link_types) values += fmt::format("{}{} {:.4f}", values.empty() ? "" : ", ", l.link_type, l.bandwidth_efficiency);
   for (const GpuCalibration& g : c.gpus)
     if (g.gpu == s.gpu.name) values += fmt::format("{}{} in training {:.4f}", values.empty() ? "" : ", ", g.gpu, g.in_training_efficiency);
-  std::cout << fmt::format("calibration: {} ({}, fitted on {}: {})\n", c.file, c.name, c.fitted_on, values);
+  std::cout << fmt::format("calibration: {} ({}, fitted on {}: {})\n", c.file, c.name, c.fitted_on,
+                           values.empty() ? "no value for this cluster's link types or GPU" : values);
   const std::optional<PredictionBand> band = prediction_band(c, s.gpus());
   if (!band) {
     std::cout << "prediction band: none (the calibration file has no residuals)\n";
