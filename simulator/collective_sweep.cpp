@@ -1,5 +1,6 @@
 #include "simulator/collective_sweep.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "simulator/link_utilization.hpp"
@@ -29,6 +30,8 @@ Bytes aligned_size(Op op, Bytes size_bytes, Bytes type_bytes, int ranks) {
   if (op == Op::all_gather || op == Op::reduce_scatter || op == Op::all_to_all) unit *= static_cast<Bytes>(ranks);
   return size_bytes / unit * unit;
 }
+
+int default_channels(const Cluster& cluster) { return static_cast<int>(std::clamp(2L * cluster.nics_per_node(), 2L, 64L)); }
 
 Seconds time_collective(FabricEngine& engine, const Router& router, const Algorithm& algorithm,
                         const CollectiveRequest& request) {

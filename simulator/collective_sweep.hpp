@@ -44,6 +44,10 @@ std::vector<Bytes> geometric_sizes(Bytes min_bytes, Bytes max_bytes, double fact
 /// the buffer is per rank), as nccl-tests does.
 Bytes aligned_size(Op op, Bytes size_bytes, Bytes type_bytes, int ranks);
 
+/// Channels when the user names none: about two per NIC on multi-NIC nodes, as NCCL opens them
+/// (2 to 64, NCCL's MAXCHANNELS).
+int default_channels(const Cluster& cluster);
+
 /// Times one request with one algorithm.
 Seconds time_collective(FabricEngine& engine, const Router& router, const Algorithm& algorithm,
                         const CollectiveRequest& request);

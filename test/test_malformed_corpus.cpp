@@ -439,6 +439,10 @@ TEST_CASE("endless, oversized, missing and directory inputs are refused by every
       {"compare {} --schedules 1f1b", "scenario"},
       {"run " + scenario + " --kernels {}", "--kernels"},
       {"validate --rows {}", "--rows"},
+      {"calibrate --cluster {} " + source_path("scenarios/calibration/all_reduce_perf-8gpu.synthetic.txt"), "--cluster"},
+      {"calibrate --cluster " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") + " {}", "nccl_tests"},
+      {"run " + scenario + " --calibration {}", "--calibration"},
+      {"collective --cluster " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") + " --gpus 8 --calibration {}", "--calibration"},
   };
   for (const auto& [command, option] : commands)
     for (const auto& [file, why] : std::vector<std::pair<std::string, std::string>>{
@@ -471,9 +475,9 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
     std::string args, where, field, contains;
   };
   const std::vector<Case> cases = {
-      {"", cl, "", "expected a command, one of: run, validate, compare, collective, topology, list, bench"},
-      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, collective, topology, list, bench; got 'frobnicate'"},
-      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, collective, topology, list, bench; got '--frobnicate'"},
+      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench"},
+      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench; got 'frobnicate'"},
+      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench; got '--frobnicate'"},
       // collective
       {"collective --gpus 8", cl, "--cluster", "missing: expected this option"},
       {"collective --cluster " + cluster, cl, "--gpus", "missing: expected this option"},
@@ -541,6 +545,13 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       // validate
       {"validate --rows " + rows + " --only no-such-row", cl, "--only", "expected row names listed in"},
       {"validate --rows", cl, "--rows", "expected a value"},
+      // calibrate
+      {"calibrate", cl, "--cluster", "missing: expected this option"},
+      {"calibrate --cluster " + cluster + " --gpus 1 " + rows, cl, "--gpus", "expected an integer from 2 to 1016, got 1"},
+      {"calibrate --cluster " + cluster + " --iteration =3", cl, "--iteration", "expected SCENARIO=SECONDS"},
+      {"calibrate --cluster " + cluster + " --iteration " + scenario + "=inf", cl, "--iteration", "expected a number from"},
+      {"calibrate --cluster " + cluster + " --iteration " + scenario + "=1 --out " + kNoDir, kNoDir, "--out", "does not exist"},
+      {col + "--nccl-tests /tmp", "/tmp", "--nccl-tests", "expected a file to write, got a directory"},
       // list
       {"list extra", cl, "", "unexpected argument 'extra'"},
       {"list --verbose", cl, "--verbose", "unknown option"},

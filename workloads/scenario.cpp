@@ -21,7 +21,7 @@ namespace {
 // order tp-dp-pp; attention flash. Everything else is required.
 const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
-    "precision", "recompute", "attention", "moe"};
+    "precision", "recompute", "attention", "moe", "calibration"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
     "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
@@ -95,13 +95,16 @@ std::string resolve(const std::filesystem::path& dir, const YamlField& field) {
   return out;
 }
 
+std::string catalog_file_of(const std::string& cluster_file) {
+  return (std::filesystem::path(cluster_file).parent_path() / ".." / "gpus.yaml").lexically_normal().string();
+}
+
 /// The cluster and its GPU from the catalog at <cluster's folder>/../gpus.yaml.
 void read_cluster(const std::filesystem::path& dir, const YamlField& field, ScenarioSpec& s) {
   s.cluster_file = resolve(dir, field);
   const YamlField root = YamlField::load_file(s.cluster_file);
   s.cluster = parse_cluster_spec(root);
-  const std::string catalog_file =
-      (std::filesystem::path(s.cluster_file).parent_path() / ".." / "gpus.yaml").lexically_normal().string();
+  const std::string catalog_file = catalog_file_of(s.cluster_file);
   if (!std::ifstream(catalog_file))
     root.child("gpu").fail("cannot open the GPU catalog '" + catalog_file + "' (expected beside the clusters folder)");
   s.gpu = load_gpu_catalog(catalog_file).find_or_fail(root.child("gpu"));
@@ -368,6 +371,10 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   s.name = root.child("name").as_string();
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   read_cluster(dir, root.child("cluster"), s);
+  if (auto c = root.find("calibration")) {  // the user's own measurements override the shipped values
+    s.calibration = load_calibration(resolve(dir, *c));
+    apply_calibration(*s.calibration, s.cluster, s.gpu, load_gpu_catalog(catalog_file_of(s.cluster_file)));
+  }
   s.model = load_model_spec(resolve(dir, root.child("model")));
 
   YamlField gpus_field = root.child("gpus");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "topologies/cluster_spec.hpp"
+#include "workloads/calibration_file.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/gpu_catalog.hpp"
 #include "workloads/layout.hpp"
@@ -35,6 +36,7 @@ struct ScenarioSpec {
   std::string cluster_file;      // resolved against the scenario's folder
   ClusterSpec cluster;
   GpuModel gpu;                  // the cluster's GPU, from the catalog
+  std::optional<Calibration> calibration;  // `calibration: FILE`, already applied to cluster and gpu
   ModelSpec model;
   ParallelLayout layout;         // over the cluster's first layout.world() GPUs
   int virtual_stages = 1;        // v: model chunks per pipeline rank

@@ -10,6 +10,8 @@
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/collective_sweep.hpp"
+#include "simulator/nccl_tests_text.hpp"
+#include "workloads/calibration_file.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim::cli {
@@ -34,6 +36,8 @@ struct Options {
   std::string factor = "2";
   std::string root = "0";
   std::string json;
+  std::string nccl_tests;
+  std::string calibration;
   std::string solver = "fluid";
 };
 
@@ -77,7 +81,7 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
   if (!type) throw UserError("command line", 0, "--dtype", "expected int8, uint8, half, bfloat16, float, int32, double or int64; got '" + o.type + "'");
   spec.type = *type;
   // NCCL opens about two channels per NIC on multi-NIC nodes; it is a knob (--channels).
-  spec.channels = o.channels.empty() ? static_cast<int>(std::clamp(2L * cluster.nics_per_node(), 2L, kMaxChannels))
+  spec.channels = o.channels.empty() ? default_channels(cluster)
                                      : static_cast<int>(parse_integer(o.channels, "--channels", 1, kMaxChannels));
   const double factor = parse_number(o.factor, "-f", 1, 1e6);
   const Bytes lo = parse_size(o.begin, "-b"), hi = parse_size(o.end, "-e");
@@ -152,17 +156,32 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
   cmd->add_option("--root", o->root, "broadcast root rank (0)");
   cmd->add_option("--json", o->json, "also write the rows as JSON to this file");
+  cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate) whose link efficiencies replace the cluster's");
+  cmd->add_option("--nccl-tests", o->nccl_tests, "also write the rows as nccl-tests prints them (synthetic input for calibrate)");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (the default), simgrid or simgrid-full");
   cmd->callback([o] {
     const Solver solver = parse_solver(o->solver);
-    const Cluster cluster = load_cluster(o->cluster, "--cluster");
+    ClusterSpec cluster_spec = load_cluster_spec(o->cluster, "--cluster");
+    if (!o->calibration.empty()) {
+      check_input_path(o->calibration, "--calibration");
+      apply_link_calibration(load_calibration(o->calibration, "--calibration"), cluster_spec);
+    }
+    const Cluster cluster = build_cluster(cluster_spec);
     const SweepSpec spec = make_spec(*o, cluster);
     if (!o->json.empty()) check_output_path(o->json, "--json");
+    if (!o->nccl_tests.empty()) check_output_path(o->nccl_tests, "--nccl-tests");
     const Router router(cluster);
     FabricEngine engine(cluster, solver);
     const std::vector<SweepRow> rows = run_sweep(engine, router, spec);
     print_table(*o, cluster, spec, rows);
     if (!o->json.empty()) write_file(o->json, to_json(*o, cluster, spec, rows), "--json");
+    if (!o->nccl_tests.empty())
+      write_file(o->nccl_tests,
+                 nccl_tests_text(spec, rows,
+                                 "clustersim collective --op " + o->op + " on the first " + std::to_string(spec.ranks.size()) +
+                                     " GPUs of " + cluster.spec.name + " (" + o->cluster + "), algo " + o->algo +
+                                     (o->calibration.empty() ? "" : ", link efficiencies from " + o->calibration)),
+                 "--nccl-tests");
   });
 }
 

@@ -40,12 +40,15 @@ void add_list_command(CLI::App& app) {
   auto catalog = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols, fabrics, pipeline schedules and GPUs");
   cmd->add_option("--catalog", *catalog, std::string("the GPU catalog to list (default ") + kDefaultCatalog + ", if present)");
-  cmd->callback([catalog] {
+  cmd->callback([catalog, &app] {
     // Checked before printing anything, so a bad catalog leaves stdout empty.
     if (!catalog->empty()) check_input_path(*catalog, "--catalog");
     const std::string gpus = catalog->empty() ? kDefaultCatalog : *catalog;
     std::optional<GpuCatalog> loaded;
     if (!catalog->empty() || std::filesystem::is_regular_file(gpus)) loaded = load_gpu_catalog(gpus);
+    std::cout << "commands:\n";
+    for (const CLI::App* sub : app.get_subcommands({}))
+      std::cout << fmt::format("  {:<11} {}\n", sub->get_name(), sub->get_description());
     std::cout << "collective algorithms:\n";
     for (const Algorithm* a : all_algorithms()) {
       std::string ops;

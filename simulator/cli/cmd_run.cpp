@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -23,9 +24,32 @@ struct RunOptions {
   std::string fold = "assume";
   std::string solver = "fluid";
   std::string tp_collectives = "auto";
+  std::string calibration;
 };
 
 double gib(Bytes b) { return static_cast<double>(b) / (1ULL << 30); }
+
+/// The calibration in use and the prediction band its residuals give at this run's scale.
+void print_calibration(const ScenarioSpec& s) {
+  const Calibration& c = *s.calibration;
+  std::string values;
+  for (const LinkCalibration& l : c.link_types) values += fmt::format("{}{} {:.4f}", values.empty() ? "" : ", ", l.link_type, l.bandwidth_efficiency);
+  for (const GpuCalibration& g : c.gpus)
+    if (g.gpu == s.gpu.name) values += fmt::format("{}{} in training {:.4f}", values.empty() ? "" : ", ", g.gpu, g.in_training_efficiency);
+  std::cout << fmt::format("calibration: {} ({}, fitted on {}: {})\n", c.file, c.name, c.fitted_on,
+                           values.empty() ? "no value for this cluster's link types or GPU" : values);
+  const std::optional<PredictionBand> band = prediction_band(c, s.gpus());
+  if (!band) {
+    std::cout << "prediction band: none (the calibration file has no residuals)\n";
+    return;
+  }
+  std::cout << fmt::format("prediction band         {:>12}   (calibration residuals at {} GPUs: {} {}{})\n",
+                           fmt::format("+/- {:.1f}%", 100 * band->max_abs_error), band->at_gpus, band->rows,
+                           band->iteration_times ? "measured iteration times" : "bandwidth-bound nccl-tests rows, communication only",
+                           s.gpus() > band->largest_gpus
+                               ? fmt::format("; this run's {} GPUs are beyond the largest calibrated ({}): extrapolated", s.gpus(), band->largest_gpus)
+                               : "");
+}
 
 /// GPUs kept in a trace, as ranges: "0-7,64" is {[0, 7], [64, 64]}; never one entry per GPU.
 struct RankRanges {
@@ -71,6 +95,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
   for (const UncalibratedParameter& u : s.gpu.uncalibrated_parameters(s.precision))
     std::cout << "uncalibrated: " << u.describe() << "\n";
   std::cout << fmt::format("iteration time          {:>12.3f} s\n", r.iteration_s);
+  if (s.calibration) print_calibration(s);
   const IterationResult& it = r.iteration;
   const int others = it.replicas - it.simulated_replicas;
   std::cout << fmt::format("GPUs replayed           {:>12}   ({} replicas x {} stages x {} GPUs in lockstep; {} simulated, {})\n",
@@ -126,6 +151,13 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
   j["uncalibrated"] = nlohmann::ordered_json::array();
   for (const UncalibratedParameter& u : s.gpu.uncalibrated_parameters(s.precision))
     j["uncalibrated"].push_back({{"gpu", u.gpu}, {"parameter", u.parameter}, {"reason", u.reason}, {"using", u.fallback}});
+  if (s.calibration) {
+    nlohmann::ordered_json c{{"file", s.calibration->file}, {"name", s.calibration->name}};
+    if (auto band = prediction_band(*s.calibration, s.gpus()))
+      c["band"] = {{"max_abs_error", band->max_abs_error}, {"at_gpus", band->at_gpus}, {"rows", band->rows},
+                   {"kind", band->iteration_times ? "iteration" : "nccl_tests"}};
+    j["calibration"] = c;
+  }
   j["stages"] = nlohmann::ordered_json::array();
   for (const StageReport& st : r.stages) {
     const RankBreakdown& b = st.time;
@@ -196,6 +228,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--tp-collectives", o->tp_collectives,
                   "with --fold exact, none or all: auto (alone where provably exact, else in place among the other "
                   "traffic; the default), alone, in-place");
+  cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate): as the scenario's calibration field, relative to here");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
   cmd->callback([o] {
     const FoldMode fold = parse_fold(o->fold);
@@ -208,7 +241,15 @@ void add_run_command(CLI::App& app) {
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
-    const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
+    std::vector<std::string> overrides = o->overrides;
+    if (!o->calibration.empty()) {
+      check_input_path(o->calibration, "--calibration");
+      named_by("--calibration", o->calibration, [&] { return load_calibration(o->calibration, "--calibration"); });
+      // The scenario reads it relative to its own folder.
+      const std::filesystem::path from = std::filesystem::absolute(o->scenario).parent_path();
+      overrides.push_back("calibration=" + std::filesystem::absolute(o->calibration).lexically_proximate(from).string());
+    }
+    const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, overrides); });
     const RankRanges keep = o->trace_ranks.empty() ? RankRanges{} : parse_ranks(o->trace_ranks, s.gpus());
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
