@@ -5,10 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <regex>
 #include <sstream>
+
+#include <sys/wait.h>
 
 #include "support.hpp"
 #include "workloads/scenario.hpp"
@@ -241,4 +244,18 @@ TEST_CASE("a validation row without a source is one line naming the row's field"
   const auto e = test::run_cli("validate --rows " + empty);
   CHECK(e.exit_code == 2);
   CHECK(e.stderr_text == "error: " + empty + ":2: rows[0].source: expected the row's source (paper and table, log or page, with its date)\n");
+}
+
+TEST_CASE("validate without --rows runs published.yaml and every set folder's published.yaml, not pending ones") {
+  // Run from the source tree, as a user runs `clustersim validate`; an unknown --set lists the sets
+  // found before anything is simulated.
+  const std::string err = test::temp_file("", ".err");
+  const std::string cmd = "cd " + test::source_path("") + " && " + CLUSTERSIM_BINARY +
+                          " validate --set no-such-set >/dev/null 2>" + err;
+  const int status = std::system(cmd.c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(test::read_file(err) ==
+        "error: command line: --set: expected one of the sets narayanan-table1, korthikanti-table5, "
+        "mlperf-gpt3-h100, mlperf-llama31-405b-h100, nemo-h100; got 'no-such-set'\n");
 }
