@@ -23,6 +23,7 @@ namespace {
 const std::string kGpt3 = "scenarios/validation/mlperf-gpt3-h100/published.yaml";
 const std::string kLlama = "scenarios/validation/mlperf-llama31-405b-h100/published.yaml";
 const std::string kNemo = "scenarios/validation/nemo-h100/published.yaml";
+const std::string kMi355x = "scenarios/validation/mlperf-llama31-8b-mi355x/published.yaml";
 const std::string kB200 = "scenarios/validation/b200/pending.yaml";
 
 /// A row's layout as its source states it.
@@ -61,6 +62,7 @@ const std::vector<Stated> kStated = {
     {"mlperf-llama31-405b-h100", "mlperf5.0-nvidia-h100-2432", 2432, 8, 8, 2, 8, 1, 1216},
     {"mlperf-llama31-405b-h100", "mlperf5.0-nvidia-h100-2560", 2560, 8, 8, 2, 8, 1, 1120},
     {"mlperf-llama31-405b-h100", "mlperf5.0-nvidia-h100-8192", 8192, 8, 8, 2, 8, 1, 1536},
+    {"mlperf-llama31-8b-mi355x", "mlperf5.1-amd-mi355x-8", 8, 1, 1, 1, 1, 2, 32},
     {"nemo-h100", "nemo24.07-llama3-8b-h100-8", 8, 1, 1, 2, 1, 1, 128},
     {"nemo-h100", "nemo24.07-llama3-70b-h100-64", 64, 4, 4, 2, 5, 1, 128},
     {"nemo-h100", "nemo24.07-gpt3-175b-h100-128", 128, 4, 8, 1, 6, 1, 256},
@@ -101,7 +103,7 @@ double predicted_s(const std::string& out, const std::string& row) {
 
 TEST_CASE("every row of the new sets loads with the GPUs and layout its source states") {
   int seen = 0;
-  for (const std::string& rows_file : {kGpt3, kLlama, kNemo, kB200}) {
+  for (const std::string& rows_file : {kGpt3, kLlama, kMi355x, kNemo, kB200}) {
     const YamlField root = YamlField::load_file(test::source_path(rows_file));
     const std::string set = root.child("set").as_string();
     const YamlField rows = root.child("rows");
@@ -125,7 +127,7 @@ TEST_CASE("every row of the new sets loads with the GPUs and layout its source s
       CHECK(s.global_batch == stated->global_batch);
       CHECK(s.schedule_name == (stated->chunks > 1 ? "interleaved" : "1f1b"));
       CHECK(s.precision == "fp8");  // every source ran FP8 (MLPerf config_fp8.sh; NeMo's FP8 tables)
-      CHECK(s.gpu.name == (set == "b200" ? "B200" : "H100-SXM"));
+      CHECK(s.gpu.name == (set == "b200" ? "B200" : set == "mlperf-llama31-8b-mi355x" ? "MI355X" : "H100-SXM"));
       CHECK(s.sequence_parallel == (s.layout.tp > 1));
       CHECK(s.distributed_optimizer);
     }
@@ -179,6 +181,14 @@ TEST_CASE("NeMo performance rows on H100: every row fits and runs, with its figu
   const auto r = test::run_cli("validate --rows " + test::source_path(kNemo));
   REQUIRE(r.exit_code == 0);
   CHECK(set_line(r.stdout_text, "nemo-h100").rows == 5);
+}
+
+TEST_CASE("MLPerf Llama 3.1 8B on MI355X: the row fits and runs, with its figures printed") {
+  // 9.7% fast: within the 10% max, not the 5% mean; MI355X's FP8 GEMMs and in-training efficiency
+  // are uncalibrated (README), so the bar is not asserted.
+  const auto r = test::run_cli("validate --rows " + test::source_path(kMi355x));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.stdout_text, Catch::Contains("# set mlperf-llama31-8b-mi355x: 1 rows, 8 to 8 GPUs"));
 }
 
 TEST_CASE("the B200 rows wait for a B200 attention calibration, and run once it exists") {
@@ -257,5 +267,5 @@ TEST_CASE("validate without --rows runs published.yaml and every set folder's pu
   CHECK(WEXITSTATUS(status) == 2);
   CHECK(test::read_file(err) ==
         "error: command line: --set: expected one of the sets narayanan-table1, korthikanti-table5, "
-        "mlperf-gpt3-h100, mlperf-llama31-405b-h100, nemo-h100; got 'no-such-set'\n");
+        "mlperf-gpt3-h100, mlperf-llama31-405b-h100, mlperf-llama31-8b-mi355x, nemo-h100; got 'no-such-set'\n");
 }
