@@ -73,6 +73,8 @@ const std::vector<Stated> kStated = {
     {"b200", "mlperf4.1-nvidia-b200-64", 64, 4, 8, 1, 6, 2, 2048},
     {"b200", "nemo25.02-llama3-405b-b200-128", 128, 4, 8, 2, 8, 1, 64},
     {"b200", "nemo25.02-gpt3-175b-b200-512", 512, 4, 4, 1, 6, 2, 2048},
+    {"b200", "mlperf5.1-uf-b200-256", 256, 4, 8, 2, 8, 1, 576},
+    {"b200", "mlperf5.1-uf-b200-448", 448, 4, 8, 2, 8, 1, 1008},
 };
 
 struct SetLine {
@@ -198,7 +200,7 @@ TEST_CASE("the B200 rows wait for a B200 attention calibration, and run once it 
     CHECK_THAT(r.stderr_text, Catch::Contains("expected a attention_efficiency calibration for B200"));
   } else {
     REQUIRE(r.exit_code == 0);
-    CHECK(set_line(r.stdout_text, "b200").rows == 5);
+    CHECK(set_line(r.stdout_text, "b200").rows == 7);
   }
 }
 
