@@ -129,8 +129,6 @@ class IterationBuilder {
   /// so every microbatch hashes onto the same path.
   Route transfer_route(int src, int dst) const { return router_.route(src, dst, flow_hash(src, dst, 0)); }
 
-  /// Decides which replicas are simulated: those whose traffic is not provably an image of
-  /// another simulated replica's (fold.hpp).
   /// The job's traffic other than TP collectives, as the fold and the isolation proof see it:
   /// each replica's own flows (every GPU's pipeline transfers, the syncs inside it) and the
   /// gradient rings shared between replicas. Empty when folded without proof or free.
