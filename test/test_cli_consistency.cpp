@@ -3,6 +3,9 @@
 // /dev/stdout) are the whole of stdout.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -135,4 +138,37 @@ TEST_CASE("topology --json - carries the header and nothing else on stdout", "[c
   check_header(j, "topology");
   CHECK(j.at("config").at("cluster_file") == kCluster);
   CHECK(j.at("gpus").get<int>() > 0);
+}
+
+namespace {
+
+/// Runs the CLI with a fresh empty folder as its working directory (this test's process moves there).
+test::CliResult run_cli_elsewhere(const std::string& args) {
+  const std::filesystem::path here = std::filesystem::temp_directory_path() / ("clustersim-elsewhere-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(here);
+  std::filesystem::current_path(here);
+  REQUIRE_FALSE(std::filesystem::exists("scenarios"));
+  return run_cli(args);
+}
+
+}  // namespace
+
+TEST_CASE("validate, bench and list find the shipped scenarios from any directory", "[cli]") {
+  SECTION("validate reads the shipped validation sets") {
+    const auto r = run_cli_elsewhere("validate --only korthikanti-22b-full");
+    INFO(r.stderr_text);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.stdout_text, Contains("korthikanti-22b-full"));
+  }
+  SECTION("bench times its default cluster, the shipped 16K-GPU SuperPOD") {
+    const auto r = run_cli_elsewhere("bench --gpus 8 --repeat 1 --size 1M");
+    INFO(r.stderr_text);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.stdout_text, Contains("dgx-h100-superpod-16k (16384 GPUs)"));
+  }
+  SECTION("list lists the shipped GPU catalog") {
+    const auto r = run_cli_elsewhere("list");
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.stdout_text, Contains("GPUs (") && Contains("A100-SXM-80GB"));
+  }
 }

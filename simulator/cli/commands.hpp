@@ -35,6 +35,13 @@ Bytes parse_size(const std::string& text, const std::string& option);
 /// platform (one per process) and its own peak memory. A child that crashes is a runtime_error.
 std::string run_in_child(const std::function<std::string()>& work);
 
+/// A file shipped in the repository, e.g. "scenarios/gpus.yaml", so that commands with shipped
+/// defaults (validate, bench, list) work from any directory: the path itself when it exists from
+/// here; else under the nearest folder above the executable that holds scenarios/gpus.yaml (the
+/// repository a build/ inside it was built from); else under the source folder compiled in; else the
+/// path unchanged, for the caller's error to name.
+std::string shipped_file(const std::string& relative);
+
 /// Writes text to a file or throws UserError naming the option.
 void write_file(const std::string& path, const std::string& text, const std::string& option);
 
