@@ -142,13 +142,19 @@ TEST_CASE("topology --json - carries the header and nothing else on stdout", "[c
 
 namespace {
 
-/// Runs the CLI with a fresh empty folder as its working directory (this test's process moves there).
+/// Runs the CLI with a fresh empty folder as its working directory, then comes back and removes it.
 test::CliResult run_cli_elsewhere(const std::string& args) {
-  const std::filesystem::path here = std::filesystem::temp_directory_path() / ("clustersim-elsewhere-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(here);
-  std::filesystem::current_path(here);
-  REQUIRE_FALSE(std::filesystem::exists("scenarios"));
-  return run_cli(args);
+  namespace fs = std::filesystem;
+  const fs::path before = fs::current_path();
+  const fs::path here = fs::temp_directory_path() / ("clustersim-elsewhere-" + std::to_string(::getpid()));
+  fs::create_directories(here);
+  fs::current_path(here);
+  const bool empty = !fs::exists("scenarios");
+  const test::CliResult r = run_cli(args);
+  fs::current_path(before);
+  fs::remove_all(here);
+  REQUIRE(empty);
+  return r;
 }
 
 }  // namespace
