@@ -23,9 +23,11 @@ namespace clustersim::cli {
 
 namespace {
 
+constexpr const char* kDefaultCluster = "scenarios/clusters/dgx-h100-superpod-16k.yaml";
+
 struct BenchOptions {
   std::vector<std::string> scenarios;
-  std::string cluster = "scenarios/clusters/dgx-h100-superpod-16k.yaml";
+  std::string cluster = kDefaultCluster;
   std::vector<std::string> gpus{"256", "1024", "4096"};
   std::string size;  // 1G all-reduce, 64M all-to-all
   std::string algo;  // ring all-reduce, direct all-to-all
@@ -183,6 +185,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--fold", o->fold, "with --scenarios: how replicas fold, as in run (assume)");
   cmd->callback([o] {
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
+    if (o->cluster == kDefaultCluster) o->cluster = shipped_file(kDefaultCluster);  // from any directory
     const Op op = o->all_to_all ? Op::all_to_all : Op::all_reduce;
     if (o->size.empty()) o->size = o->all_to_all ? "64M" : "1G";
     if (o->algo.empty()) o->algo = o->all_to_all ? "direct" : "ring";

@@ -119,8 +119,23 @@ void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : busbw_sum / rows.size());
 }
 
-std::string to_json(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
-  nlohmann::ordered_json j;
+nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
+  nlohmann::ordered_json j = json_header("collective");
+  // The options as resolved: defaults filled in, sizes in bytes.
+  j["config"] = {{"cluster", cluster.spec.name},
+                 {"cluster_file", o.cluster},
+                 {"gpus", spec.ranks.size()},
+                 {"op", o.op},
+                 {"algorithm", o.algo},
+                 {"protocol", o.proto},
+                 {"type", spec.type.name},
+                 {"channels", spec.channels},
+                 {"min_bytes", spec.sizes_bytes.empty() ? 0 : spec.sizes_bytes.front()},
+                 {"max_bytes", spec.sizes_bytes.empty() ? 0 : spec.sizes_bytes.back()},
+                 {"step_factor", parse_number(o.factor, "-f", 1, 1e6)},
+                 {"root", spec.root},
+                 {"solver", o.solver},
+                 {"calibration", o.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.calibration)}};
   j["cluster"] = cluster.spec.name;
   j["op"] = o.op;
   j["gpus"] = spec.ranks.size();
@@ -136,7 +151,7 @@ std::string to_json(const Options& o, const Cluster& cluster, const SweepSpec& s
                          {"busbw_GBps", r.busbw_GBps},
                          {"algorithm", r.algorithm},
                          {"protocol", r.protocol}});
-  return j.dump(2) + "\n";
+  return j;
 }
 
 }  // namespace
@@ -155,7 +170,7 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("-e,--maxbytes", o->end, "largest size (8G)");
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
   cmd->add_option("--root", o->root, "broadcast root rank (0)");
-  cmd->add_option("--json", o->json, "also write the rows as JSON to this file");
+  cmd->add_option("--json", o->json, "also write the rows as JSON to this file (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate) whose link efficiencies replace the cluster's");
   cmd->add_option("--nccl-tests", o->nccl_tests, "also write the rows as nccl-tests prints them (synthetic input for calibrate)");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (the default), simgrid or simgrid-full");
@@ -168,13 +183,13 @@ void add_collective_command(CLI::App& app) {
     }
     const Cluster cluster = build_cluster(cluster_spec);
     const SweepSpec spec = make_spec(*o, cluster);
-    if (!o->json.empty()) check_output_path(o->json, "--json");
+    if (!o->json.empty()) check_json_path(o->json);
     if (!o->nccl_tests.empty()) check_output_path(o->nccl_tests, "--nccl-tests");
     const Router router(cluster);
     FabricEngine engine(cluster, solver);
     const std::vector<SweepRow> rows = run_sweep(engine, router, spec);
-    print_table(*o, cluster, spec, rows);
-    if (!o->json.empty()) write_file(o->json, to_json(*o, cluster, spec, rows), "--json");
+    if (!json_to_stdout(o->json)) print_table(*o, cluster, spec, rows);
+    if (!o->json.empty()) write_json(o->json, to_json(*o, cluster, spec, rows));
     if (!o->nccl_tests.empty())
       write_file(o->nccl_tests,
                  nccl_tests_text(spec, rows,

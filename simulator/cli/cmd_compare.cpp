@@ -129,7 +129,7 @@ void add_compare_command(CLI::App& app) {
       ->delimiter(',')
       ->required();
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.pp=16 (repeatable)");
-  cmd->add_option("--json", o->json, "write the rows as JSON");
+  cmd->add_option("--json", o->json, "write the rows as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
@@ -142,27 +142,32 @@ void add_compare_command(CLI::App& app) {
         throw UserError("command line", 0, "--schedules",
                         "expected pipeline schedules from: " + schedule_names() + "; got '" + name + "'");
     // A bad file or override is the user's error, for every row.
-    const int scenario_chunks =
-        named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); }).virtual_stages;
+    const ScenarioSpec scenario = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
+    const int scenario_chunks = scenario.virtual_stages;
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
-    if (!o->json.empty()) check_output_path(o->json, "--json");
+    if (!o->json.empty()) check_json_path(o->json);
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
     std::vector<nlohmann::ordered_json> rows;
     for (const std::string& name : o->schedules)
       rows.push_back(nlohmann::ordered_json::parse(
           run_in_child([&] { return simulate(*o, name, scenario_chunks, kernels ? &*kernels : nullptr).dump(); })));
-    print_rows(o->scenario, rows);
+    if (!json_to_stdout(o->json)) print_rows(o->scenario, rows);
     if (!o->svg.empty()) write_file(o->svg, svg_of(rows), "--svg");
     if (!o->json.empty()) {
-      nlohmann::ordered_json j;
-      j["scenario"] = o->scenario;
+      // The scenario as written (after --set); each row says the schedule and chunks it ran with.
+      nlohmann::ordered_json j = json_header("compare");
+      j["config"] = scenario_config_json(scenario);
+      j["config"]["schedules"] = o->schedules;
+      j["config"]["allow_oom"] = o->allow_oom;
+      j["config"]["kernels"] = o->kernels.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o->kernels);
+      j["scenario"] = scenario.name;
       j["rows"] = nlohmann::ordered_json::array();
       for (auto r : rows) {
         r.erase("passes");
         j["rows"].push_back(r);
       }
-      write_file(o->json, j.dump(2) + "\n", "--json");
+      write_json(o->json, j);
     }
   });
 }

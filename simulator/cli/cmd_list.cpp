@@ -43,7 +43,7 @@ void add_list_command(CLI::App& app) {
   cmd->callback([catalog, &app] {
     // Checked before printing anything, so a bad catalog leaves stdout empty.
     if (!catalog->empty()) check_input_path(*catalog, "--catalog");
-    const std::string gpus = catalog->empty() ? kDefaultCatalog : *catalog;
+    const std::string gpus = catalog->empty() ? shipped_file(kDefaultCatalog) : *catalog;
     std::optional<GpuCatalog> loaded;
     if (!catalog->empty() || std::filesystem::is_regular_file(gpus)) loaded = load_gpu_catalog(gpus);
     std::cout << "commands:\n";

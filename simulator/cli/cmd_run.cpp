@@ -136,8 +136,14 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
   }
 }
 
-std::string report_json(const ScenarioSpec& s, const RunReport& r) {
-  nlohmann::ordered_json j;
+nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, const RunOptions& o) {
+  nlohmann::ordered_json j = json_header("run");
+  j["config"] = scenario_config_json(s);
+  j["config"]["fold"] = o.fold;
+  j["config"]["solver"] = o.solver;
+  j["config"]["tp_collectives"] = o.tp_collectives;
+  j["config"]["allow_oom"] = o.allow_oom;
+  j["config"]["kernels"] = o.kernels.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.kernels);
   j["scenario"] = s.name;
   j["gpus"] = s.gpus();
   j["iteration_s"] = r.iteration_s;
@@ -183,7 +189,7 @@ std::string report_json(const ScenarioSpec& s, const RunReport& r) {
                              {"bubble", b.bubble_s},
                              {"other_idle", b.other_idle_s}}}});
   }
-  return j.dump(2) + "\n";
+  return j;
 }
 
 /// Chrome / Perfetto trace: one process per GPU, one thread per stream, times in microseconds.
@@ -216,7 +222,7 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "simulate one training iteration of a scenario");
   cmd->add_option("scenario", o->scenario, "scenario YAML")->required();
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.tp=4 (repeatable)");
-  cmd->add_option("--json", o->json, "write the report as JSON");
+  cmd->add_option("--json", o->json, "write the report as JSON (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace JSON");
   cmd->add_option("--trace-ranks", o->trace_ranks, "GPUs to keep in the trace, e.g. 0-7,64 (default: all simulated)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
@@ -254,12 +260,12 @@ void add_run_command(CLI::App& app) {
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
     // Every input is read and checked; the outputs are checked before the (long) simulation.
-    if (!o->json.empty()) check_output_path(o->json, "--json");
+    if (!o->json.empty()) check_json_path(o->json);
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
     const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement);
-    if (!o->json.empty()) write_file(o->json, report_json(s, r), "--json");
+    if (!o->json.empty()) write_json(o->json, report_json(s, r, *o));
     if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
-    print_report(s, r);
+    if (!json_to_stdout(o->json)) print_report(s, r);
   });
 }
 

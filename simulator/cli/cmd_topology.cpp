@@ -50,8 +50,9 @@ void print_report(const Cluster& c, const TopologyReport& r) {
                            r.bisection_half_nodes, r.bisection_half_nodes, r.nodes);
 }
 
-std::string to_json(const Cluster& c, const TopologyReport& r) {
-  nlohmann::ordered_json j;
+nlohmann::ordered_json to_json(const Cluster& c, const std::string& file, const TopologyReport& r) {
+  nlohmann::ordered_json j = json_header("topology");
+  j["config"] = {{"cluster", c.spec.name}, {"cluster_file", file}};
   j["cluster"] = c.spec.name;
   j["fabric"] = c.spec.fabric.type;
   j["gpus"] = r.gpus;
@@ -66,7 +67,7 @@ std::string to_json(const Cluster& c, const TopologyReport& r) {
   j["bisection_Bps"] = r.bisection_Bps;
   j["bisection_per_gpu_Bps"] = r.bisection_per_gpu_Bps;
   j["bisection_half_nodes"] = r.bisection_half_nodes;
-  return j.dump(2) + "\n";
+  return j;
 }
 
 }  // namespace
@@ -77,18 +78,18 @@ void add_topology_command(CLI::App& app) {
   cmd->add_option("cluster", o->cluster, "cluster YAML file")->required();
   cmd->add_option("--dot", o->dot, "also write the graph as Graphviz DOT to this file");
   cmd->add_option("--graphml", o->graphml, "also write the graph as GraphML to this file");
-  cmd->add_option("--json", o->json, "also write the counts as JSON to this file");
+  cmd->add_option("--json", o->json, "also write the counts as JSON to this file (- or /dev/stdout: to stdout, without the text)");
   cmd->callback([o] {
     const ClusterSpec spec = load_cluster_spec(o->cluster, "cluster");
     if (!o->dot.empty()) check_output_path(o->dot, "--dot");
     if (!o->graphml.empty()) check_output_path(o->graphml, "--graphml");
-    if (!o->json.empty()) check_output_path(o->json, "--json");
+    if (!o->json.empty()) check_json_path(o->json);
     const Cluster cluster = build_cluster(spec);
     const TopologyReport report = report_topology(cluster);
-    print_report(cluster, report);
+    if (!json_to_stdout(o->json)) print_report(cluster, report);
     if (!o->dot.empty()) write_file(o->dot, to_graphviz(cluster), "--dot");
     if (!o->graphml.empty()) write_file(o->graphml, to_graphml(cluster), "--graphml");
-    if (!o->json.empty()) write_file(o->json, to_json(cluster, report), "--json");
+    if (!o->json.empty()) write_json(o->json, to_json(cluster, o->cluster, report));
   });
 }
 

@@ -29,7 +29,7 @@ struct Row {
 
 /// The shipped sets: scenarios/validation/published.yaml and every scenarios/validation/*/published.yaml.
 std::vector<std::string> default_rows_files() {
-  const std::filesystem::path dir = "scenarios/validation";
+  const std::filesystem::path dir = shipped_file("scenarios/validation");
   std::vector<std::string> out{(dir / "published.yaml").string()};
   std::vector<std::string> nested;
   std::error_code ec;

@@ -2,6 +2,8 @@
 // Each CLI subcommand lives in its own file and registers itself on the app.
 #include <CLI/CLI.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -10,8 +12,13 @@
 #include "topologies/units.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/iteration_plan.hpp"
+#include "workloads/scenario.hpp"
 
 namespace clustersim::cli {
+
+/// The project's version (CMakeLists.txt's project() VERSION), printed by --version and carried by
+/// every --json document.
+inline constexpr const char* kVersion = CLUSTERSIM_VERSION;
 
 void add_collective_command(CLI::App& app);
 void add_topology_command(CLI::App& app);
@@ -27,6 +34,13 @@ Bytes parse_size(const std::string& text, const std::string& option);
 /// Runs `work` in a forked child and returns what it returned: each simulation gets its own SimGrid
 /// platform (one per process) and its own peak memory. A child that crashes is a runtime_error.
 std::string run_in_child(const std::function<std::string()>& work);
+
+/// A file shipped in the repository, e.g. "scenarios/gpus.yaml", so that commands with shipped
+/// defaults (validate, bench, list) work from any directory: the path itself when it exists from
+/// here; else under the nearest folder above the executable that holds scenarios/gpus.yaml (the
+/// repository a build/ inside it was built from); else under the source folder compiled in; else the
+/// path unchanged, for the caller's error to name.
+std::string shipped_file(const std::string& relative);
 
 /// Writes text to a file or throws UserError naming the option.
 void write_file(const std::string& path, const std::string& text, const std::string& option);
@@ -46,6 +60,22 @@ void check_input_path(const std::string& path, const std::string& option);
 /// An output file named by an option can be created (its folder exists and is writable, it is not a
 /// folder): checked before simulating, so an hour of work is not lost to a typo.
 void check_output_path(const std::string& path, const std::string& option);
+
+// --json documents (json_output.cpp). Every one starts with the same header so a script can check
+// what it reads before reading it; the README lists the fields.
+/// Bumped when a field of any --json document is renamed, removed or changes meaning (adding one is not).
+inline constexpr int kJsonSchemaVersion = 1;
+/// {"schema_version", "clustersim_version", "command"}: the first fields of every document.
+nlohmann::ordered_json json_header(const std::string& command);
+/// The scenario as resolved (after --set): what was simulated, for the reader to check.
+nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s);
+/// --json - or --json /dev/stdout: the document goes to stdout and the text report is left out, so
+/// stdout is one JSON document a script can parse.
+bool json_to_stdout(const std::string& path);
+/// check_output_path, except for stdout.
+void check_json_path(const std::string& path);
+/// Writes the document to the file, or to stdout (see json_to_stdout).
+void write_json(const std::string& path, const nlohmann::ordered_json& document);
 
 /// Runs `load`; an error about the file `path` itself (not a line in it: too large, unreadable) is
 /// given the option that named it.

@@ -14,6 +14,7 @@ namespace {
 int run(int argc, char** argv) {
   CLI::App app{"clustersim: a discrete-event simulator of GPU clusters training large models"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("clustersim ") + clustersim::cli::kVersion);
   clustersim::cli::add_run_command(app);
   clustersim::cli::add_validate_command(app);
   clustersim::cli::add_compare_command(app);

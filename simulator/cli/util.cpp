@@ -62,6 +62,24 @@ std::string run_in_child(const std::function<std::string()>& work) {
   return text;
 }
 
+std::string shipped_file(const std::string& relative) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(relative, ec)) return relative;
+  std::vector<fs::path> roots;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
+      if (fs::is_regular_file(dir / "scenarios" / "gpus.yaml", ec)) {
+        roots.push_back(dir);
+        break;
+      }
+  roots.emplace_back(CLUSTERSIM_SOURCE_DIR);
+  for (const fs::path& root : roots)
+    if (fs::exists(root / relative, ec)) return (root / relative).string();
+  return relative;
+}
+
 void write_file(const std::string& path, const std::string& text, const std::string& option) {
   std::ofstream out(path);
   if (!out) throw UserError(path, 0, option, "cannot open the file for writing");

@@ -1,0 +1,59 @@
+// What every --json document shares: its header, the resolved scenario, and where it is written.
+#include <iostream>
+
+#include "simulator/cli/commands.hpp"
+#include "workloads/memory_model.hpp"
+
+namespace clustersim::cli {
+
+nlohmann::ordered_json json_header(const std::string& command) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kJsonSchemaVersion;
+  j["clustersim_version"] = kVersion;
+  j["command"] = command;
+  return j;
+}
+
+nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
+  const ParallelLayout& l = s.layout;
+  nlohmann::ordered_json c;
+  c["scenario"] = s.name;
+  c["file"] = s.file;
+  c["model"] = s.model.name;
+  c["cluster"] = s.cluster.name;
+  c["cluster_file"] = s.cluster_file;
+  c["gpu"] = s.gpu.name;
+  c["gpus"] = s.gpus();
+  c["tp"] = l.tp;
+  c["pp"] = l.pp;
+  c["dp"] = l.dp;
+  c["cp"] = l.cp;
+  c["ep"] = s.ep;
+  c["virtual_stages"] = s.virtual_stages;
+  c["schedule"] = s.schedule_name;
+  c["microbatch"] = s.microbatch;
+  c["global_batch"] = s.global_batch;
+  c["microbatches"] = s.microbatches();
+  c["precision"] = s.precision;
+  c["recompute"] = recompute_text(s.recompute, s.recompute_modules);
+  c["sequence_parallel"] = s.sequence_parallel;
+  c["zero_stage"] = s.zero_stage;
+  c["calibration"] = s.calibration ? nlohmann::ordered_json(s.calibration->file) : nlohmann::ordered_json();
+  return c;
+}
+
+bool json_to_stdout(const std::string& path) { return path == "-" || path == "/dev/stdout"; }
+
+void check_json_path(const std::string& path) {
+  if (!json_to_stdout(path)) check_output_path(path, "--json");
+}
+
+void write_json(const std::string& path, const nlohmann::ordered_json& document) {
+  const std::string text = document.dump(2) + "\n";
+  // Through std::cout, which main holds until the command has finished: an error still leaves
+  // stdout empty.
+  if (json_to_stdout(path)) std::cout << text;
+  else write_file(path, text, "--json");
+}
+
+}  // namespace clustersim::cli
