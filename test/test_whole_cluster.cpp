@@ -230,7 +230,20 @@ TEST_CASE("run's TP collectives option takes auto, alone or in-place, and only w
   CHECK(bad.exit_code == 2);
   CHECK(bad.stdout_text.empty());
   CHECK(bad.stderr_text.find("--tp-collectives: expected auto, alone or in-place, got 'sometimes'") != std::string::npos);
-  const test::CliResult assumed = test::run_cli("run " + scenario + " --tp-collectives in-place");
-  CHECK(assumed.exit_code == 2);
-  CHECK(assumed.stderr_text.find("--tp-collectives: expected --fold exact, none or all as well") != std::string::npos);
+  for (const std::string& command : {"run " + scenario, "compare " + scenario + " --schedules 1f1b"}) {
+    const test::CliResult assumed = test::run_cli(command + " --tp-collectives in-place");
+    CHECK(assumed.exit_code == 2);
+    CHECK(assumed.stdout_text.empty());
+    CHECK(assumed.stderr_text.find("--tp-collectives: expected --fold exact, none or all as well") != std::string::npos);
+  }
+}
+
+TEST_CASE("compare replays every GPU under --fold as run does") {
+  const std::string scenario = small_scenario(fat_tree_four_nodes(), "{tp: 4, pp: 2, dp: 4}");
+  const nlohmann::json run = test::cli_json("run " + scenario + " --fold exact");
+  const test::CliResult compared = test::run_cli("compare " + scenario + " --schedules 1f1b --fold exact --json -");
+  REQUIRE(compared.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(compared.stdout_text);
+  CHECK(j["config"]["fold"] == "exact");
+  CHECK(j["rows"][0]["iteration_s"].get<double>() == run["iteration_s"].get<double>());
 }

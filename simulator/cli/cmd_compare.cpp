@@ -22,6 +22,7 @@ struct CompareOptions {
   std::vector<std::string> schedules, overrides;
   std::string json, svg, kernels;
   bool allow_oom = false;
+  std::string fold = "assume", tp_collectives = "auto";
 };
 
 double gib(double bytes) { return bytes / (1ULL << 30); }
@@ -45,7 +46,8 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
     overrides.push_back("schedule=" + name);
     overrides.push_back("parallel.virtual_stages=" + std::to_string(v));
     const ScenarioSpec s = load_scenario(o.scenario, overrides);
-    const RunReport r = run_training(s, o.allow_oom, kernels);
+    const FoldMode fold = parse_fold(o.fold);
+    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, parse_tp_placement(o.tp_collectives, fold));
     double bubble = 0, peak_activations = 0, peak_total = 0;
     int activation_stage = 0, total_stage = 0;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -134,7 +136,12 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
       ->disable_flag_override();
+  cmd->add_option("--fold", o->fold,
+                  "data-parallel replicas simulated once for several, as in run: assume (the default), exact, "
+                  "none, all");
+  cmd->add_option("--tp-collectives", o->tp_collectives, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->callback([o] {
+    parse_tp_placement(o->tp_collectives, parse_fold(o->fold));  // the options' errors before any row
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
     for (const std::string& name : o->schedules)
@@ -160,6 +167,8 @@ void add_compare_command(CLI::App& app) {
       j["config"] = scenario_config_json(scenario);
       j["config"]["schedules"] = o->schedules;
       j["config"]["allow_oom"] = o->allow_oom;
+      j["config"]["fold"] = o->fold;
+      j["config"]["tp_collectives"] = o->tp_collectives;
       j["config"]["kernels"] = o->kernels.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o->kernels);
       j["scenario"] = scenario.name;
       j["rows"] = nlohmann::ordered_json::array();

@@ -239,10 +239,7 @@ void add_run_command(CLI::App& app) {
   cmd->callback([o] {
     const FoldMode fold = parse_fold(o->fold);
     const Solver solver = parse_solver(o->solver);
-    const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives);
-    if (tp_placement != TpPlacement::automatic && fold == FoldMode::assume)
-      throw UserError("command line", 0, "--tp-collectives",
-                      "expected --fold exact, none or all as well: under assume TP collectives are always timed alone");
+    const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives, fold);
     if (!o->trace_ranks.empty() && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");

@@ -188,9 +188,14 @@ FoldMode parse_fold(const std::string& text) {
   throw UserError("command line", 0, "--fold", "expected exact, none, all or assume, got '" + text + "'");
 }
 
-TpPlacement parse_tp_placement(const std::string& text) {
+TpPlacement parse_tp_placement(const std::string& text, FoldMode fold) {
   for (TpPlacement p : {TpPlacement::automatic, TpPlacement::alone, TpPlacement::in_place})
-    if (text == to_string(p)) return p;
+    if (text == to_string(p)) {
+      if (p != TpPlacement::automatic && fold == FoldMode::assume)
+        throw UserError("command line", 0, "--tp-collectives",
+                        "expected --fold exact, none or all as well: under assume TP collectives are always timed alone");
+      return p;
+    }
   throw UserError("command line", 0, "--tp-collectives", "expected auto, alone or in-place, got '" + text + "'");
 }
 
