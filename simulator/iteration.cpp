@@ -1,6 +1,7 @@
 #include "simulator/iteration.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -207,11 +208,12 @@ class IterationBuilder {
   /// TP collectives keep their alone times where no link of any TP group carries other traffic of
   /// the job (traffic_isolation.hpp); elsewhere they run in place. MoE all-to-alls, CP exchanges
   /// and ZeRO's per-layer collectives stay out of the proof: they are timed alone (README).
-  void place_tp_collectives(const FoldInput& traffic) {
+  void place_tp_collectives(FoldInput& traffic) {
     if (plan_.free_communication || plan_.fold == FoldMode::assume) return;
     std::vector<std::vector<OwnFlow>> groups;
     std::vector<std::size_t> timed_as;  // each rank's collectives were timed on replica 0's first group
     std::vector<std::size_t> first_of_rank(static_cast<std::size_t>(ranks()));
+    std::vector<int> replica_of;
     for (int d = 0; d < replicas_; ++d)
       for (int r = 0; r < ranks(); ++r) {
         const auto unit_groups = tp_groups(d, r);
@@ -220,6 +222,7 @@ class IterationBuilder {
           if (flows.empty()) continue;
           if (d == 0 && k == 0) first_of_rank[static_cast<std::size_t>(r)] = groups.size();
           timed_as.push_back(first_of_rank[static_cast<std::size_t>(r)]);
+          replica_of.push_back(d);
           groups.push_back(std::move(flows));
         }
       }
@@ -235,19 +238,20 @@ class IterationBuilder {
     tp_placement_ = tp_in_place_ ? "in place" : "timed alone";
     if (plan_.tp_placement != TpPlacement::automatic) tp_placement_ += " (as asked)";
     tp_placement_ += iso.isolated ? ": no link of a TP group carries other traffic (proven)" : ": " + iso.why + more;
+    // In place, TP flows are their replica's own traffic, which the fold must see.
+    if (tp_in_place_ && plan_.fold != FoldMode::none)
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        auto& own = traffic.copies[static_cast<std::size_t>(replica_of[g])];
+        own.insert(own.end(), std::make_move_iterator(groups[g].begin()), std::make_move_iterator(groups[g].end()));
+      }
   }
 
   /// Decides which replicas are simulated: those whose traffic is not provably an image of
-  /// another simulated replica's (fold.hpp). TP collectives in place are the replica's own flows.
-  void fold(FoldInput& in) {
+  /// another simulated replica's (fold.hpp).
+  void fold(const FoldInput& in) {
     simulated_ = {0};
     // Nothing on the fabric, every replica runs the same steps; or folded without proof.
     if (plan_.free_communication || plan_.fold == FoldMode::assume || replicas_ < 2) return;
-    if (tp_in_place_ && plan_.fold != FoldMode::none)
-      for (int d = 0; d < replicas_; ++d)
-        for (int r = 0; r < ranks(); ++r)
-          for (const auto& group : tp_groups(d, r))
-            for (OwnFlow& f : tp_flows(r, group)) in.copies[static_cast<std::size_t>(d)].push_back(std::move(f));
     const Folding folding = fold_replicas(router_.cluster(), in, plan_.fold);
     if (plan_.fold == FoldMode::all && folding.simulated_replicas > 1)
       throw UserError("command line", 0, "--fold",
@@ -384,15 +388,7 @@ class IterationBuilder {
   /// Adds a collective's flows after `after`; returns the flows that end it.
   std::vector<FlowId> add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after) {
     if (plan_.free_communication || group.size() < 2 || bytes == 0) return {};
-    FlowGraph sub = ring_flows(op, group, bytes);
-    const FlowId base = static_cast<FlowId>(graph_.flows.size());
-    std::vector<FlowId> ends;
-    for (Flow& f : sub.flows) {
-      for (FlowId& a : f.after) a += base;
-      if (f.after.empty()) f.after.push_back(after);
-      ends.push_back(graph_.add(std::move(f)));
-    }
-    return ends;
+    return append_after(graph_, ring_flows(op, group, bytes), after);
   }
 
   /// The (rank, chunk) slots of the first and the last model stage whose tied embedding gradients

@@ -39,10 +39,7 @@ FlowGraph merged_copies(FlowGraph sub) {
 
 }  // namespace
 
-std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& router, const CollectiveChoice& choice,
-                                           const std::vector<int>& group, int channels, FlowId after) {
-  const CollectiveRequest req{choice.op, group, choice.bytes, channels, choice.protocol, 0};
-  FlowGraph sub = merged_copies(choice.algorithm->lower(router, req));
+std::vector<FlowId> append_after(FlowGraph& graph, FlowGraph sub, FlowId after) {
   const FlowId base = static_cast<FlowId>(graph.flows.size());
   std::vector<FlowId> ids;
   for (Flow& f : sub.flows) {
@@ -51,6 +48,12 @@ std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& route
     ids.push_back(graph.add(std::move(f)));
   }
   return ids;
+}
+
+std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& router, const CollectiveChoice& choice,
+                                           const std::vector<int>& group, int channels, FlowId after) {
+  const CollectiveRequest req{choice.op, group, choice.bytes, channels, choice.protocol, 0};
+  return append_after(graph, merged_copies(choice.algorithm->lower(router, req)), after);
 }
 
 PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTimes& times, const PassShape& shape,

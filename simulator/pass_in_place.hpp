@@ -23,6 +23,10 @@ struct PassChain {
   std::vector<Collective> collectives;
 };
 
+/// Adds `sub`'s flows to `graph`, their dependencies shifted with them and those without any
+/// after `after`; returns their ids.
+std::vector<FlowId> append_after(FlowGraph& graph, FlowGraph sub, FlowId after);
+
 /// Lowers one TP collective over `group` into `graph`, its first flows after `after`; returns its
 /// flows.
 std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& router, const CollectiveChoice& choice,

@@ -246,4 +246,8 @@ TEST_CASE("compare replays every GPU under --fold as run does") {
   const nlohmann::json j = nlohmann::json::parse(compared.stdout_text);
   CHECK(j["config"]["fold"] == "exact");
   CHECK(j["rows"][0]["iteration_s"].get<double>() == run["iteration_s"].get<double>());
+  const test::CliResult bad = test::run_cli("compare " + scenario + " --schedules 1f1b --fold some");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.stdout_text.empty());
+  CHECK(bad.stderr_text.find("--fold: expected exact, none, all or assume, got 'some'") != std::string::npos);
 }
