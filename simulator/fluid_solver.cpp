@@ -391,7 +391,10 @@ class Run {
     }
     std::make_heap(heap_.begin(), heap_.end(), std::greater<Key>());
     double fill = 0;
-    while (!heap_.empty()) {
+    // Once every region flow is fixed the links left in the heap can fix nothing: stop there
+    // rather than pop them all (most regions are a few flows over many links).
+    std::size_t unfixed = region_.size();
+    while (!heap_.empty() && unfixed > 0) {
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<Key>());
       const auto [key, l] = heap_.back();
       heap_.pop_back();
@@ -408,6 +411,7 @@ class Run {
         Moving& mv = movers_[static_cast<std::size_t>(o.moving)];
         if (mv.region != region || mv.fixed) continue;
         mv.fixed = true;
+        --unfixed;
         mv.new_rate_Bps = fill * mv.weight;
         mv.new_bottleneck = l;
         for (const auto& [l2, coefficient] : mv.links) {

@@ -49,6 +49,7 @@ class IterationBuilder {
     place_tp_collectives(traffic);
     for (int r = 0; r < shape.stages; ++r) add_rank_passes(0, r);
     fold(traffic);
+    reserve_flows();
     for (int d : simulated_)
       for (int r = 0; r < shape.stages && d > 0; ++r) add_rank_passes(d, r);
     add_transfers();
@@ -246,6 +247,17 @@ class IterationBuilder {
       }
   }
 
+  /// Room for the whole graph before it grows: a whole-cluster graph is millions of flows, and
+  /// growing by doubling would move every one several times. Reserved pages that stay unused are
+  /// never touched, so the estimate errs high: per pass a step, each member's transfer, their
+  /// join and a gather, and as much again for the gradient collectives and tails.
+  void reserve_flows() {
+    std::size_t passes = 0;
+    for (int r = 0; r < ranks(); ++r) passes += plan_.schedule->rank_ops(plan_.shape, r).size();
+    const std::size_t per_replica = passes * static_cast<std::size_t>(own_members() + 4);
+    graph_.flows.reserve(graph_.flows.size() + 2 * per_replica * simulated_.size());
+  }
+
   /// Decides which replicas are simulated: those whose traffic is not provably an image of
   /// another simulated replica's (fold.hpp).
   void fold(const FoldInput& in) {
@@ -343,10 +355,10 @@ class IterationBuilder {
         if (plan_.free_communication || src == dst || bytes == 0) {
           f = timer_flow(dst, 0);
         } else {
-          const Route r = transfer_route(src, dst);
+          Route r = transfer_route(src, dst);
           f.src_gpu = src;
           f.dst_gpu = dst;
-          f.links = r.links;
+          f.links = std::move(r.links);
           f.size_bytes = bytes;
           f.latency_s = r.latency_s;
           if (replica == 0 && m == 0) pp_bytes_ += bytes;
