@@ -99,7 +99,8 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
     }
 
   const Cluster cluster = build_cluster(s.cluster);
-  const Router router(cluster);
+  Router router(cluster);
+  router.remember_routes();
   FabricEngine engine(cluster, solver);
   RunReport report;
   report.scenario = s.name;

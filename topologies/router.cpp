@@ -101,7 +101,20 @@ Route Router::route_between_nics(int src_nic, int dst_nic, std::uint64_t hash) c
   return r;
 }
 
+std::size_t Router::RouteKeyHash::operator()(const RouteKey& k) const {
+  return static_cast<std::size_t>(flow_hash(k.src_gpu, k.dst_gpu, 0) ^ mix(k.hash));
+}
+
 Route Router::route(int src_gpu, int dst_gpu, std::uint64_t hash) const {
+  if (remember_) {
+    auto [it, fresh] = remembered_.try_emplace(RouteKey{src_gpu, dst_gpu, hash});
+    if (fresh) it->second = compute_route(src_gpu, dst_gpu, hash);
+    return it->second;
+  }
+  return compute_route(src_gpu, dst_gpu, hash);
+}
+
+Route Router::compute_route(int src_gpu, int dst_gpu, std::uint64_t hash) const {
   if (cluster_.node_of_gpu(src_gpu) == cluster_.node_of_gpu(dst_gpu)) {
     Route r;
     append_scale_up(src_gpu, dst_gpu, r);

@@ -6,6 +6,7 @@
 // distances are kept per destination switch only (switches x switches, filled lazily), never per GPU
 // pair: 16K GPUs would otherwise need 268M routes.
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "topologies/cluster.hpp"
@@ -28,6 +29,11 @@ class Router {
 
   /// GPU to GPU with the default NICs (the ones next to each GPU).
   Route route(int src_gpu, int dst_gpu, std::uint64_t hash) const;
+  /// From now on route() keeps every route it computes and hands back the kept one when asked
+  /// again: a training iteration lowers each gradient ring once per chunk and bucket, the same
+  /// hops every time, and on a 100K-GPU job routing them again costs more than replaying them.
+  /// Off by default: a one-shot all-to-all asks for n^2 routes once each.
+  void remember_routes() { remember_ = true; }
   /// From the GPU side of `src_nic` to the GPU side of `dst_nic`: PCIe, fabric, PCIe.
   Route route_between_nics(int src_nic, int dst_nic, std::uint64_t hash) const;
   /// Scale-up path between two GPUs of one node.
@@ -39,8 +45,19 @@ class Router {
 
  private:
   const std::vector<std::uint16_t>& distances_to(int dst_switch) const;
+  Route compute_route(int src_gpu, int dst_gpu, std::uint64_t hash) const;
   const Cluster& cluster_;
   mutable std::vector<std::vector<std::uint16_t>> distance_cache_;  // [dst switch][switch]
+  struct RouteKey {
+    int src_gpu, dst_gpu;
+    std::uint64_t hash;
+    bool operator==(const RouteKey&) const = default;
+  };
+  struct RouteKeyHash {
+    std::size_t operator()(const RouteKey& k) const;
+  };
+  bool remember_ = false;
+  mutable std::unordered_map<RouteKey, Route, RouteKeyHash> remembered_;
 };
 
 }  // namespace clustersim
