@@ -4,27 +4,16 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <queue>
 #include <string>
 #include <tuple>
 #include <utility>
 
+#include "simulator/event_queue.hpp"
 #include "topologies/invariant.hpp"
 
 namespace clustersim {
 
 namespace {
-
-enum class EventKind : std::uint8_t { latency_paid, bytes_sent };
-
-struct Event {
-  Seconds at;
-  std::uint64_t order;  // ties end in the order they were scheduled: results are deterministic
-  FlowId flow;
-  std::uint32_t version;  // a bytes_sent event is stale once its flow's rate changed
-  EventKind kind;
-  bool operator>(const Event& o) const { return at != o.at ? at > o.at : order > o.order; }
-};
 
 /// A flow that is moving bytes: its links (each once, with how many times the route lists it),
 /// and where it sits in each link's list.
@@ -56,29 +45,31 @@ struct OnLink {
 /// collectives alone on a 16K-GPU cluster) would cost more than solving them. A run leaves every
 /// list empty and every load and count at 0; one that ended early (an exception) is reset whole.
 struct FluidSolver::Tables {
-  std::vector<double> cap;
+  /// What the solver reads and writes of one link direction, together: a solve visits a few
+  /// fields of every link its flows cross, and one cache line per link beats one per field.
+  struct Link {
+    std::uint64_t seen = 0;  // the mark of the last pass that visited it
+    double cap = 0;          // bytes/s
+    double left = 0;         // of a solve: what the unfixed flows may still take
+    double usage = 0;        // of a solve: the unfixed flows' weights, times their listings
+    double load = 0;         // bytes/s the link carries now
+    double region_load = 0;  // of which the region's flows
+    int unfixed = 0;
+    int bottleneck_of = 0;       // flows whose bottleneck the link is
+    int region_bottlenecks = 0;  // of which in the region (their old bottleneck)
+    LinkDir rep = 0;             // the narrowest of the links carrying the same flows
+  };
+  std::vector<Link> link;
   std::vector<std::vector<OnLink>> on_link;
-  std::vector<std::uint64_t> seen;
-  std::vector<double> left, usage, load, region_load;
-  std::vector<int> unfixed, bottleneck_of, region_bottlenecks;
-  std::vector<LinkDir> rep;
   std::vector<std::uint64_t> sum_a, sum_b;
   std::vector<std::size_t> sum_count;
   std::uint64_t mark = 1;
   bool clean = false;
 
   void reset() {
-    const std::size_t n = cap.size();
+    const std::size_t n = link.size();
+    for (Link& l : link) l = Link{0, l.cap, 0, 0, 0, 0, 0, 0, 0, 0};
     on_link.assign(n, {});
-    seen.assign(n, 0);
-    left.assign(n, 0);
-    usage.assign(n, 0);
-    load.assign(n, 0);
-    region_load.assign(n, 0);
-    unfixed.assign(n, 0);
-    bottleneck_of.assign(n, 0);
-    region_bottlenecks.assign(n, 0);
-    rep.assign(n, 0);
     sum_a.assign(n, 0);
     sum_b.assign(n, 0);
     sum_count.assign(n, 0);
@@ -91,17 +82,13 @@ namespace {
 class Run {
  public:
   Run(FluidSolver::Tables& t, const FlowGraph& graph, long& solves, long& rated)
-      : t_(t), cap_(t.cap), graph_(graph), solves_(solves), rated_(rated), on_link_(t.on_link), link_seen_(t.seen),
-        link_left_(t.left), link_usage_(t.usage), load_(t.load), link_region_load_(t.region_load),
-        link_unfixed_(t.unfixed), bottleneck_of_(t.bottleneck_of), link_region_bottlenecks_(t.region_bottlenecks),
-        rep_(t.rep), mark_(t.mark) {
+      : t_(t), graph_(graph), solves_(solves), rated_(rated), on_link_(t.on_link), link_(t.link), mark_(t.mark) {
     if (!t.clean) t.reset();
     t.clean = false;  // until this run ends whole
     dirty_mark_ = ++mark_;
     const std::size_t n = graph.flows.size();
     finish_.assign(n, -1.0);
     waiting_.assign(n, 0);
-    version_.assign(n, 0);
     mover_of_.assign(n, -1);
     std::vector<int> count(n + 1, 0);
     for (const Flow& f : graph.flows)
@@ -127,9 +114,7 @@ class Run {
       // Ends within rounding of one another are one instant: one solve for all of them.
       const Seconds until = now_ + 1e-12 * std::max(1.0, now_);
       while (!events_.empty() && events_.top().at <= until) {
-        const Event e = events_.top();
-        events_.pop();
-        handle(e);
+        handle(events_.pop());
         drain();
       }
       settle();
@@ -169,9 +154,9 @@ class Run {
     };
     for (LinkDir l : touched) {
       auto [it, fresh] = first.emplace(key_of(l), l);
-      if (!fresh && cap_[static_cast<std::size_t>(l)] < cap_[static_cast<std::size_t>(it->second)]) it->second = l;
+      if (!fresh && link_[static_cast<std::size_t>(l)].cap < link_[static_cast<std::size_t>(it->second)].cap) it->second = l;
     }
-    for (LinkDir l : touched) rep_[static_cast<std::size_t>(l)] = first.at(key_of(l));
+    for (LinkDir l : touched) link_[static_cast<std::size_t>(l)].rep = first.at(key_of(l));
     for (LinkDir l : touched) {
       const std::size_t i = static_cast<std::size_t>(l);
       t_.sum_a[i] = t_.sum_b[i] = 0;
@@ -185,10 +170,6 @@ class Run {
     return x ^ (x >> 31);
   }
 
-  void schedule(Seconds at, FlowId flow, EventKind kind) {
-    events_.push({at, order_++, flow, version_[static_cast<std::size_t>(flow)], kind});
-  }
-
   /// Starts the flows whose predecessors have all finished, and those that become ready through
   /// them (a chain of empty steps ends at once): a work list, not recursion, however long the chain.
   void drain() {
@@ -197,7 +178,7 @@ class Run {
       pending_.pop_back();
       const Flow& f = graph_.flows[static_cast<std::size_t>(id)];
       if (f.latency_s > 0)
-        schedule(now_ + f.latency_s, id, EventKind::latency_paid);
+        events_.push(now_ + f.latency_s, id);  // its latency paid, it starts moving bytes
       else
         start_bytes(id);
     }
@@ -228,7 +209,7 @@ class Run {
       std::size_t j = i;
       while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
       // One link of each class of identical ones: the narrowest, listed as often as this one.
-      mv.links.emplace_back(rep_[static_cast<std::size_t>(sorted[i])], static_cast<double>(j - i));
+      mv.links.emplace_back(link_[static_cast<std::size_t>(sorted[i])].rep, static_cast<double>(j - i));
       i = j;
     }
     std::sort(mv.links.begin(), mv.links.end());
@@ -249,12 +230,12 @@ class Run {
 
   void stop_bytes(int m) {
     Moving& mv = movers_[static_cast<std::size_t>(m)];
-    if (mv.bottleneck >= 0) --bottleneck_of_[static_cast<std::size_t>(mv.bottleneck)];
+    if (mv.bottleneck >= 0) --link_[static_cast<std::size_t>(mv.bottleneck)].bottleneck_of;
     for (std::size_t k = 0; k < mv.links.size(); ++k) {
       const LinkDir l = mv.links[k].first;
       auto& list = on_link_[static_cast<std::size_t>(l)];
       // An emptied link's load is exactly 0, whatever rounding the sums carried.
-      load_[static_cast<std::size_t>(l)] = list.size() == 1 ? 0.0 : load_[static_cast<std::size_t>(l)] - mv.links[k].second * mv.rate_Bps;
+      link_[static_cast<std::size_t>(l)].load = list.size() == 1 ? 0.0 : link_[static_cast<std::size_t>(l)].load - mv.links[k].second * mv.rate_Bps;
       const std::size_t at = mv.slot[k];
       list[at] = list.back();
       list.pop_back();
@@ -274,17 +255,16 @@ class Run {
     }
   }
 
-  void handle(const Event& e) {
-    if (e.kind == EventKind::latency_paid) return start_bytes(e.flow);
-    const int m = mover_of_[static_cast<std::size_t>(e.flow)];
-    if (m < 0 || e.version != version_[static_cast<std::size_t>(e.flow)]) return;  // rescheduled since
-    stop_bytes(m);
+  /// A flow's latency is paid (an event tied to no mover), or a mover has sent its bytes.
+  void handle(const EventQueue::Event& e) {
+    if (e.slot < 0) return start_bytes(e.flow);
+    stop_bytes(e.slot);
     end(e.flow);
   }
 
   void touch(LinkDir l) {
-    if (link_seen_[static_cast<std::size_t>(l)] == dirty_mark_) return;
-    link_seen_[static_cast<std::size_t>(l)] = dirty_mark_;
+    if (link_[static_cast<std::size_t>(l)].seen == dirty_mark_) return;
+    link_[static_cast<std::size_t>(l)].seen = dirty_mark_;
     dirty_.push_back(l);
   }
 
@@ -322,26 +302,25 @@ class Run {
     for (int m : region_) {
       Moving& mv = movers_[static_cast<std::size_t>(m)];
       if (mv.bottleneck != mv.new_bottleneck) {
-        if (mv.bottleneck >= 0) --bottleneck_of_[static_cast<std::size_t>(mv.bottleneck)];
-        ++bottleneck_of_[static_cast<std::size_t>(mv.new_bottleneck)];
+        if (mv.bottleneck >= 0) --link_[static_cast<std::size_t>(mv.bottleneck)].bottleneck_of;
+        ++link_[static_cast<std::size_t>(mv.new_bottleneck)].bottleneck_of;
         mv.bottleneck = mv.new_bottleneck;
       }
       if (mv.new_rate_Bps == mv.rate_Bps) continue;
-      for (const auto& [l, coefficient] : mv.links) load_[static_cast<std::size_t>(l)] += coefficient * (mv.new_rate_Bps - mv.rate_Bps);
+      for (const auto& [l, coefficient] : mv.links) link_[static_cast<std::size_t>(l)].load += coefficient * (mv.new_rate_Bps - mv.rate_Bps);
       mv.remaining_bytes = std::max(0.0, mv.remaining_bytes - mv.rate_Bps * (now_ - mv.since));
       mv.since = now_;
       mv.rate_Bps = mv.new_rate_Bps;
-      ++version_[static_cast<std::size_t>(mv.flow)];
       ++rated_;
-      schedule(now_ + mv.remaining_bytes / mv.rate_Bps, mv.flow, EventKind::bytes_sent);
+      events_.set(m, now_ + mv.remaining_bytes / mv.rate_Bps, mv.flow);
     }
     // No link above its bandwidth, checked where loads are set, once all of the region's are
     // (beyond the rounding of the sums).
     for (LinkDir l : region_links_) {
       const std::size_t i = static_cast<std::size_t>(l);
-      if (load_[i] > cap_[i] * (1 + 1e-9))
+      if (link_[i].load > link_[i].cap * (1 + 1e-9))
         invariant_broken("link utilization at most 1", "link direction " + std::to_string(l) + " carries " +
-                                                           std::to_string(load_[i]) + " B/s of " + std::to_string(cap_[i]));
+                                                           std::to_string(link_[i].load) + " B/s of " + std::to_string(link_[i].cap));
     }
   }
 
@@ -367,27 +346,27 @@ class Run {
       mv.fixed = false;
       for (const auto& [l, coefficient] : mv.links) {
         const std::size_t i = static_cast<std::size_t>(l);
-        if (link_seen_[i] != here) {
-          link_seen_[i] = here;
+        if (link_[i].seen != here) {
+          link_[i].seen = here;
           region_links_.push_back(l);
-          link_usage_[i] = 0;
-          link_unfixed_[i] = 0;
-          link_region_load_[i] = 0;
-          link_region_bottlenecks_[i] = 0;
+          link_[i].usage = 0;
+          link_[i].unfixed = 0;
+          link_[i].region_load = 0;
+          link_[i].region_bottlenecks = 0;
         }
-        link_usage_[i] += coefficient * mv.weight;
-        link_region_load_[i] += coefficient * mv.rate_Bps;
-        ++link_unfixed_[i];
+        link_[i].usage += coefficient * mv.weight;
+        link_[i].region_load += coefficient * mv.rate_Bps;
+        ++link_[i].unfixed;
       }
-      if (mv.bottleneck >= 0 && link_seen_[static_cast<std::size_t>(mv.bottleneck)] == here)
-        ++link_region_bottlenecks_[static_cast<std::size_t>(mv.bottleneck)];
+      if (mv.bottleneck >= 0 && link_[static_cast<std::size_t>(mv.bottleneck)].seen == here)
+        ++link_[static_cast<std::size_t>(mv.bottleneck)].region_bottlenecks;
     }
     heap_.clear();
     for (LinkDir l : region_links_) {
       const std::size_t i = static_cast<std::size_t>(l);
-      const double outside = load_[i] - link_region_load_[i];
-      link_left_[i] = std::max(0.0, cap_[i] - outside);
-      heap_.push_back({link_left_[i] / link_usage_[i], l});
+      const double outside = link_[i].load - link_[i].region_load;
+      link_[i].left = std::max(0.0, link_[i].cap - outside);
+      heap_.push_back({link_[i].left / link_[i].usage, l});
     }
     std::make_heap(heap_.begin(), heap_.end(), std::greater<Key>());
     double fill = 0;
@@ -399,8 +378,8 @@ class Run {
       const auto [key, l] = heap_.back();
       heap_.pop_back();
       const std::size_t i = static_cast<std::size_t>(l);
-      if (link_unfixed_[i] == 0) continue;
-      const double now_key = std::max(0.0, link_left_[i]) / link_usage_[i];
+      if (link_[i].unfixed == 0) continue;
+      const double now_key = std::max(0.0, link_[i].left) / link_[i].usage;
       if (now_key > key * (1 + 1e-12) && !heap_.empty() && now_key > heap_.front().first) {
         heap_.push_back({now_key, l});
         std::push_heap(heap_.begin(), heap_.end(), std::greater<Key>());
@@ -416,9 +395,9 @@ class Run {
         mv.new_bottleneck = l;
         for (const auto& [l2, coefficient] : mv.links) {
           const std::size_t j = static_cast<std::size_t>(l2);
-          link_left_[j] -= coefficient * mv.new_rate_Bps;
-          link_usage_[j] -= coefficient * mv.weight;
-          --link_unfixed_[j];
+          link_[j].left -= coefficient * mv.new_rate_Bps;
+          link_[j].usage -= coefficient * mv.weight;
+          --link_[j].unfixed;
         }
       }
     }
@@ -440,7 +419,7 @@ class Run {
     }
     for (LinkDir l : region_links_) {
       const std::size_t i = static_cast<std::size_t>(l);
-      if (bottleneck_of_[i] == link_region_bottlenecks_[i]) continue;  // no outside flow's bottleneck
+      if (link_[i].bottleneck_of == link_[i].region_bottlenecks) continue;  // no outside flow's bottleneck
       bool bottleneck_of_outside = false;
       double load = 0, top = 0;
       for (const OnLink& o : on_link_[i]) {
@@ -451,7 +430,7 @@ class Run {
         bottleneck_of_outside |= !in && g.bottleneck == l;
       }
       if (!bottleneck_of_outside) continue;
-      const bool full = load >= cap_[i] * (1 - kSlack);
+      const bool full = load >= link_[i].cap * (1 - kSlack);
       for (const OnLink& o : on_link_[i]) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
         if (g.region != region && g.bottleneck == l && (!full || level(g, false) < top * (1 - kSlack)))
@@ -463,30 +442,19 @@ class Run {
 
   // Per link, kept between runs (FluidSolver::Tables).
   FluidSolver::Tables& t_;
-  const std::vector<double>& cap_;
   const FlowGraph& graph_;
   long& solves_;
   long& rated_;
   std::vector<std::vector<OnLink>>& on_link_;
-  std::vector<std::uint64_t>& link_seen_;
-  std::vector<double>& link_left_;
-  std::vector<double>& link_usage_;
-  std::vector<double>& load_;              // bytes/s the link carries now
-  std::vector<double>& link_region_load_;  // of which the region's flows
-  std::vector<int>& link_unfixed_;
-  std::vector<int>& bottleneck_of_;            // flows whose bottleneck the link is
-  std::vector<int>& link_region_bottlenecks_;  // of which in the region (their old bottleneck)
-  std::vector<LinkDir>& rep_;                  // the narrowest of the links carrying the same flows
+  std::vector<FluidSolver::Tables::Link>& link_;
   std::uint64_t& mark_;
   // Of this run.
   std::uint64_t dirty_mark_ = 0;
   Seconds now_ = 0;
-  std::uint64_t order_ = 0;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  EventQueue events_;
   std::vector<Seconds> finish_;
   std::vector<int> waiting_, succ_begin_;
   std::vector<FlowId> succ_, pending_;
-  std::vector<std::uint32_t> version_;
   std::vector<int> mover_of_;
   std::vector<Moving> movers_;
   std::vector<int> free_;
@@ -498,7 +466,8 @@ class Run {
 }  // namespace
 
 FluidSolver::FluidSolver(std::vector<double> capacity_Bps) : tables_(std::make_unique<Tables>()) {
-  tables_->cap = std::move(capacity_Bps);
+  tables_->link.resize(capacity_Bps.size());
+  for (std::size_t i = 0; i < capacity_Bps.size(); ++i) tables_->link[i].cap = capacity_Bps[i];
 }
 
 FluidSolver::~FluidSolver() = default;
