@@ -24,56 +24,69 @@ VertexBytes vertex_bytes(const Cluster& cluster, const FlowGraph& graph) {
 
 void check_bytes_conserved(const Cluster& cluster, const FlowGraph& graph, const std::string& lowering,
                            bool each_node_balanced) {
-  // Only the vertices the flows touch: a lowering on a 100K-GPU cluster crosses a few thousand of
-  // its vertices, and sizing arrays over all of them at every lowering would cost more than the
-  // lowering. Each crossing is a (vertex, in, out) entry; sorted, equal vertices sum.
-  struct Crossing {
-    std::size_t vertex;
-    Bytes in, out;
+  // Only the vertices the flows touch are visited: a lowering on a 100K-GPU cluster crosses a few
+  // thousand of its vertices, and clearing arrays over all of them at every lowering would cost
+  // more than the lowering. The sums live in arrays over the cluster kept between calls, and only
+  // the touched entries are read and cleared.
+  static thread_local std::vector<Bytes> in, out;
+  static thread_local std::vector<std::size_t> touched;
+  const std::size_t vertices = boost::num_vertices(cluster.graph);
+  if (in.size() < vertices) {
+    in.assign(vertices, 0);
+    out.assign(vertices, 0);
+  }
+  touched.clear();
+  auto add = [&](std::size_t v, Bytes into, Bytes from) {
+    if (in[v] == 0 && out[v] == 0) touched.push_back(v);
+    in[v] += into;
+    out[v] += from;
   };
-  std::vector<Crossing> crossings;
-  for (const Flow& f : graph.flows)
+  for (const Flow& f : graph.flows) {
+    if (f.size_bytes == 0) continue;
     for (LinkDir d : f.links) {
       const Link& l = cluster.links[static_cast<std::size_t>(link_of(d))];
       const bool fwd = d == forward(link_of(d));
-      crossings.push_back({static_cast<std::size_t>(fwd ? l.a : l.b), 0, f.size_bytes});
-      crossings.push_back({static_cast<std::size_t>(fwd ? l.b : l.a), f.size_bytes, 0});
+      add(static_cast<std::size_t>(fwd ? l.a : l.b), 0, f.size_bytes);
+      add(static_cast<std::size_t>(fwd ? l.b : l.a), f.size_bytes, 0);
     }
-  std::sort(crossings.begin(), crossings.end(), [](const Crossing& x, const Crossing& y) { return x.vertex < y.vertex; });
-  auto broken = [&](const std::string& where, Bytes in, Bytes out) {
-    invariant_broken("bytes sent equal bytes received",
-                     lowering + ": " + where + ": " + std::to_string(in) + " B in, " + std::to_string(out) +
-                         " B out");
-  };
-  Bytes gpus_in = 0, gpus_out = 0;
-  std::vector<std::pair<int, std::pair<Bytes, Bytes>>> nodes;  // (node, (in, out)) of each GPU touched
-  for (std::size_t k = 0; k < crossings.size();) {
-    const std::size_t vertex = crossings[k].vertex;
+  }
+  std::sort(touched.begin(), touched.end());  // the first broken vertex is the lowest-numbered
+  struct Sums {
     Bytes in = 0, out = 0;
-    for (; k < crossings.size() && crossings[k].vertex == vertex; ++k) {
-      in += crossings[k].in;
-      out += crossings[k].out;
-    }
-    const VertexInfo& info = cluster.graph[vertex];
+  };
+  std::vector<std::pair<int, Sums>> nodes;  // (node, its GPUs' sums) of each GPU touched
+  Sums gpus;
+  std::string broken;
+  for (std::size_t v : touched) {
+    const Sums here{in[v], out[v]};
+    in[v] = out[v] = 0;
+    const VertexInfo& info = cluster.graph[v];
     if (info.kind != VertexKind::gpu) {
-      if (in != out) broken(std::string(to_string(info.kind)) + " " + info.name, in, out);
+      if (here.in != here.out && broken.empty())
+        broken = std::string(to_string(info.kind)) + " " + info.name + ": " + std::to_string(here.in) + " B in, " +
+                 std::to_string(here.out) + " B out";
       continue;
     }
-    gpus_in += in;
-    gpus_out += out;
-    nodes.push_back({info.node, {in, out}});
+    gpus.in += here.in;
+    gpus.out += here.out;
+    nodes.push_back({info.node, here});
   }
-  if (gpus_in != gpus_out) broken("the GPUs together", gpus_in, gpus_out);
+  auto fail = [&](const std::string& detail) { invariant_broken("bytes sent equal bytes received", lowering + ": " + detail); };
+  auto sums = [](const std::string& where, const Sums& s) {
+    return where + ": " + std::to_string(s.in) + " B in, " + std::to_string(s.out) + " B out";
+  };
+  if (!broken.empty()) fail(broken);
+  if (gpus.in != gpus.out) fail(sums("the GPUs together", gpus));
   if (!each_node_balanced) return;
-  std::sort(nodes.begin(), nodes.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::stable_sort(nodes.begin(), nodes.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   for (std::size_t k = 0; k < nodes.size();) {
     const int node = nodes[k].first;
-    Bytes in = 0, out = 0;
+    Sums s;
     for (; k < nodes.size() && nodes[k].first == node; ++k) {
-      in += nodes[k].second.first;
-      out += nodes[k].second.second;
+      s.in += nodes[k].second.in;
+      s.out += nodes[k].second.out;
     }
-    if (in != out) broken("the GPUs of node " + std::to_string(node), in, out);
+    if (s.in != s.out) fail(sums("the GPUs of node " + std::to_string(node), s));
   }
 }
 

@@ -74,9 +74,10 @@ Pipeline route_pipeline(const Router& router, const std::vector<Hop>& hops, int 
       segment.size_bytes = wire_bytes(data_bytes_per_hop, protocol);
       p.segments.push_back(std::move(segment));
     }
-    Route r = router.route(h.src_gpu, h.dst_gpu, flow_hash(h.src_gpu, h.dst_gpu, channel));
-    std::vector<LinkDir>& links = p.segments.back().links;
-    links.insert(links.end(), r.links.begin(), r.links.end());
+    Route r;  // the segment's links so far, and this hop's latency alone
+    r.links = std::move(p.segments.back().links);
+    router.append_route(h.src_gpu, h.dst_gpu, flow_hash(h.src_gpu, h.dst_gpu, channel), r);
+    p.segments.back().links = std::move(r.links);
     const bool network = c.node_of_gpu(h.src_gpu) != c.node_of_gpu(h.dst_gpu);
     p.hop_latency_s.push_back(r.latency_s + (network ? protocol.hop_latency_network_s : protocol.hop_latency_nvlink_s));
   }

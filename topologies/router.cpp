@@ -106,12 +106,17 @@ std::size_t Router::RouteKeyHash::operator()(const RouteKey& k) const {
 }
 
 Route Router::route(int src_gpu, int dst_gpu, std::uint64_t hash) const {
-  if (remember_) {
-    auto [it, fresh] = remembered_.try_emplace(RouteKey{src_gpu, dst_gpu, hash});
-    if (fresh) it->second = compute_route(src_gpu, dst_gpu, hash);
-    return it->second;
-  }
-  return compute_route(src_gpu, dst_gpu, hash);
+  if (!remember_) return compute_route(src_gpu, dst_gpu, hash);
+  Route r;
+  append_route(src_gpu, dst_gpu, hash, r);
+  return r;
+}
+
+void Router::append_route(int src_gpu, int dst_gpu, std::uint64_t hash, Route& into) const {
+  if (!remember_) return into.append(compute_route(src_gpu, dst_gpu, hash));
+  auto [it, fresh] = remembered_.try_emplace(RouteKey{src_gpu, dst_gpu, hash});
+  if (fresh) it->second = compute_route(src_gpu, dst_gpu, hash);
+  into.append(it->second);
 }
 
 Route Router::compute_route(int src_gpu, int dst_gpu, std::uint64_t hash) const {

@@ -29,6 +29,9 @@ class Router {
 
   /// GPU to GPU with the default NICs (the ones next to each GPU).
   Route route(int src_gpu, int dst_gpu, std::uint64_t hash) const;
+  /// Appends route(src_gpu, dst_gpu, hash) to `into` without a temporary: what a pipeline of
+  /// hundreds of hops does once per hop.
+  void append_route(int src_gpu, int dst_gpu, std::uint64_t hash, Route& into) const;
   /// From now on route() keeps every route it computes and hands back the kept one when asked
   /// again: a training iteration lowers each gradient ring once per chunk and bucket, the same
   /// hops every time, and on a 100K-GPU job routing them again costs more than replaying them.
