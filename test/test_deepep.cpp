@@ -10,6 +10,8 @@
 
 #include "collectives/algo_deepep.hpp"
 #include "simulator/engine.hpp"
+#include "workloads/plan_iteration.hpp"
+#include "workloads/scenario.hpp"
 #include "support.hpp"
 
 using namespace clustersim;
@@ -79,10 +81,9 @@ TEST_CASE("deepep's benchmark routing hits nodes and ranks as hypergeometric dra
   const DeepEpCountedBytes b = deepep_counted_bytes(64, 8, 1000, r);
   CHECK(b.rdma_bytes == Approx(8 * 1000 * deepep_node_hit(64, 8, r)));
   CHECK(b.nvl_bytes == Approx(64 * 1000 * deepep_rank_hit(64, 8, r)));
-  // The expected experts a token sends add up to k: 8 = ranks x P(rank) x experts a rank given a hit
-  // cannot be checked without the per-rank count, but the node and rank hits must order: a rank is
-  // a subset of its node.
-  CHECK(deepep_rank_hit(64, 8, r) < deepep_node_hit(64, 8, r));
+  // One node, eight ranks (DeepEP's intra-node case): all 256 experts are candidates.
+  CHECK(deepep_node_hit(8, 8, r) == 1);
+  CHECK(deepep_rank_hit(8, 8, r) == Approx(1 - miss(256, 32, 8)).epsilon(1e-12));
 }
 
 TEST_CASE("deepep with NVLink free takes the network bytes per NIC over the NIC's bandwidth") {
@@ -163,4 +164,40 @@ TEST_CASE("deepep on h800s is within 10% of DeepEP's published bandwidth, counte
     ++rows;
   }
   CHECK(rows == 8);
+}
+
+TEST_CASE("an moe layer's deepep dispatch takes what collective --algo deepep takes for the same tokens") {
+  // DeepSeek-V3 on 2048 H800s: EP 64 over 8 nodes, at most 4 nodes a token, 4096 tokens a rank per
+  // microbatch, FP8 dispatch. The iteration routes with workloads/moe_routing (uniform: 4 nodes,
+  // then 8 of their experts, in expected counts), the collective with DeepEP's benchmark routing
+  // in closed form; both run DeepEP's kernel at 20 SMs. Same tokens, same traffic, same time.
+  const ScenarioSpec s = load_scenario(test::source_path("scenarios/deepseek-v3-h800-2048.yaml"));
+  const IterationPlan plan = plan_iteration(s);
+  const GroupTraffic* dispatch = nullptr;
+  for (const GroupTraffic& t : plan.traffic)
+    if (t.label == "moe dispatch") dispatch = &t;
+  REQUIRE(dispatch != nullptr);
+  REQUIRE(dispatch->deepep);
+  REQUIRE(dispatch->gpus.size() == 64);
+  REQUIRE(dispatch->token_bytes == kDeepEpBenchmarkTokenBytes);
+  const Cluster c = build_cluster(s.cluster);
+  const Router router(c);
+  FabricEngine engine(c);
+  DeepEpKernel kernel;
+  kernel.token_bytes = dispatch->token_bytes;
+  const Seconds layer = makespan(engine.run(lower_deepep(router, dispatch->gpus, dispatch->ranks_per_node,
+                                                         dispatch->network_bytes, dispatch->nvlink_bytes, kernel)));
+  CollectiveRequest req;
+  req.op = Op::all_to_all;
+  req.ranks = dispatch->gpus;
+  req.size_bytes = static_cast<Bytes>(4096 * kDeepEpBenchmarkTokenBytes);
+  req.channels = DeepEpKernel{}.channels();
+  const Seconds collective = makespan(engine.run(find_algorithm("deepep")->lower(router, req)));
+  CHECK(layer == Approx(collective).epsilon(1e-9));
+  // NIC-bound: the network bytes of a GPU over its NIC (400 Gb/s x 0.94), plus the fill.
+  const double nic_Bps = 400e9 / 8 * 0.94;
+  double network = 0;
+  for (double b : dispatch->network_bytes[0]) network += b;
+  const double forwarding_Bps = 200e9 * 0.822 * deepep_nvlink_share(c, 0, kernel);
+  CHECK(layer == Approx(network / nic_Bps + 10 * 8 * kDeepEpBenchmarkTokenBytes / forwarding_Bps).epsilon(1e-3));
 }
