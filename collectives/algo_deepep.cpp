@@ -117,17 +117,23 @@ class DeepEp final : public Algorithm {
   std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& req) const override {
     if (auto why = Algorithm::not_applicable(cluster, req)) return why;
     const int n = static_cast<int>(req.ranks.size()), g = cluster.gpus_per_node();
+    if (n < 2) return std::nullopt;  // nothing to send
     if (n > g && n % g != 0)
       return "deepep needs whole nodes: " + std::to_string(n) + " GPUs is not a multiple of " + std::to_string(g) +
              " per node";
-    for (int i = 0; i < n; ++i)
-      if (req.ranks[static_cast<std::size_t>(i)] != req.ranks[0] + i || (n > g && req.ranks[0] % g != 0))
-        return "deepep needs the ranks to fill consecutive nodes";
+    // Ranks fill whole nodes in order (or lie in one node), so that GPU i of one node and GPU i
+    // of another share a rail.
+    bool in_order = true;
+    for (int i = 0; i < n; ++i) in_order = in_order && req.ranks[static_cast<std::size_t>(i)] == req.ranks[0] + i;
+    const bool aligned = n > g ? req.ranks[0] % g == 0
+                               : cluster.node_of_gpu(req.ranks.front()) == cluster.node_of_gpu(req.ranks.back());
+    if (!in_order || !aligned) return "deepep needs the ranks to fill consecutive nodes";
     return std::nullopt;
   }
 
   FlowGraph lower_flows(const Router& router, const CollectiveRequest& req) const override {
     const int n = static_cast<int>(req.ranks.size());
+    if (n < 2) return {};
     const int per = std::min(router.cluster().gpus_per_node(), n), nodes = n / per;
     const DeepEpRouting routing;
     const double send = static_cast<double>(req.size_bytes);

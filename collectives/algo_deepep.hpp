@@ -11,7 +11,9 @@
 //    from NVLink), one forwards from the RDMA buffer to the NVLink peers with warp-wide loads and
 //    stores. So a GPU forwards at most (sms / 2) x sm_nvlink_Bps: its NVLink leg runs at its
 //    NVLink bandwidth x share, share = min(1, that / NVLink bandwidth) (the NVLink sends' wire bytes
-//    are scaled by 1 / share). sm_nvlink_Bps is fitted once, on DeepEP's intra-node dispatch on
+//    are scaled by 1 / share, so a GPU's NVLink intake is held alike: its receiving SMs copy out of
+//    the NVLink buffer at the same rate, which makes a hot expert's GPU SM-bound under skewed
+//    routing). sm_nvlink_Bps is fitted once, on DeepEP's intra-node dispatch on
 //    H800 (README: 153 GB/s at 24 SMs, counting the tokens a rank receives, its own 1/8 included):
 //    153 x 7/8 / 12 = 11.2 GB/s of NVLink sends per channel. That row calibrates; the inter-node
 //    rows validate (test_deepep). It is DeepEP V1's kernel on SM90 and is used on every GPU (no
