@@ -34,13 +34,13 @@ double all_miss(double a, double b, int k) {
 }
 
 struct Shape {
-  int nodes, per_node, experts, chosen_nodes;
+  int nodes, experts, chosen_nodes;
 };
 
 Shape shape_of(int ranks, int per_node, const DeepEpRouting& r) {
   const int per = std::min(per_node, ranks);
   const int nodes = ranks / per;
-  return {nodes, per, std::max(ranks, r.experts / ranks * ranks), std::min(nodes, r.max_nodes)};
+  return {nodes, std::max(ranks, r.experts / ranks * ranks), std::min(nodes, r.max_nodes)};
 }
 
 /// A token's chance to need a set of `experts_in_set` experts inside one given node.
