@@ -94,8 +94,9 @@ std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, cons
       // DeepEP's benchmark's own figures: its counted bytes over the kernel's time.
       const int per = std::min(router.cluster().gpus_per_node(), n);
       const DeepEpCountedBytes counted = deepep_counted_bytes(n, per, static_cast<double>(size), DeepEpRouting{});
-      if (n > per) row.deepep_rdma_GBps = counted.rdma_bytes / row.time_s / 1e9;
-      row.deepep_nvl_GBps = counted.nvl_bytes / row.time_s / 1e9;
+      const double seconds = row.time_s > 0 ? row.time_s : 1;  // nothing sent in no time: 0 GB/s, as algbw
+      if (n > per) row.deepep_rdma_GBps = counted.rdma_bytes / seconds / 1e9;
+      row.deepep_nvl_GBps = counted.nvl_bytes / seconds / 1e9;
     }
     rows.push_back(row);
   }

@@ -201,3 +201,14 @@ TEST_CASE("an moe layer's deepep dispatch takes what collective --algo deepep ta
   const double forwarding_Bps = 200e9 * 0.822 * deepep_nvlink_share(c, 0, kernel);
   CHECK(layer == Approx(network / nic_Bps + 10 * 8 * kDeepEpBenchmarkTokenBytes / forwarding_Bps).epsilon(1e-3));
 }
+
+TEST_CASE("deepep's table prints 0 GB/s, not nan, for a size that rounds to nothing") {
+  // nccl-tests rounds an all-to-all's size down to a multiple of ranks x type: 8 B on 16 ranks is 0.
+  const nlohmann::json j = test::cli_json("collective --cluster " +
+                                          test::source_path("scenarios/clusters/h800-deepseek.yaml") +
+                                          " --gpus 16 --op all_to_all --algo deepep -b 8 -e 8");
+  const nlohmann::json& r = j["rows"][0];
+  CHECK(r["size_bytes"].get<long>() == 0);
+  CHECK(r["deepep_rdma_GBps"].get<double>() == 0);
+  CHECK(r["deepep_nvl_GBps"].get<double>() == 0);
+}
