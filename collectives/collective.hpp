@@ -65,6 +65,12 @@ class Algorithm {
   virtual std::string description() const = 0;
   virtual std::vector<Op> ops() const = 0;
   bool supports(Op op) const;
+  /// Whether `--algo auto` (and the iteration's choice of collective) may pick it: not for an
+  /// algorithm that moves other bytes than nccl-tests' op (deepep sends a token once per node).
+  virtual bool chosen_by_auto() const { return true; }
+  /// Whether NCCL's protocols apply; if not (deepep's kernels are not NCCL's), it runs once, with
+  /// the links' latency only.
+  virtual bool uses_nccl_protocols() const { return true; }
   /// Why this algorithm cannot run the request on this cluster; nullopt when it can.
   virtual std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& request) const;
   /// The request as flows, checked to send as many bytes as it receives (conservation.hpp).

@@ -57,13 +57,21 @@ class Transfers {
   Transfers(const Router& router, const Protocol& protocol, AllToAllFlows flows)
       : router_(router), protocol_(protocol), per_link_(flows == AllToAllFlows::per_link), loads_(router.cluster()) {}
 
-  void add(int src, int dst, double data_bytes, bool pxn, std::uint64_t hash) {
-    if (!per_link_) return void(graph_.add(point_to_point_flow(router_, src, dst, data_bytes, protocol_, pxn, hash)));
+  /// wire_factor scales the wire bytes (a transfer driven below its links' rate), extra_s adds latency.
+  void add(int src, int dst, double data_bytes, bool pxn, std::uint64_t hash, double wire_factor = 1,
+           Seconds extra_s = 0) {
+    if (!per_link_) {
+      Flow f = point_to_point_flow(router_, src, dst, data_bytes, protocol_, pxn, hash);
+      f.size_bytes = static_cast<Bytes>(static_cast<double>(f.size_bytes) * wire_factor);
+      f.latency_s += extra_s;
+      return void(graph_.add(std::move(f)));
+    }
     route_.links.clear();
     route_.latency_s = 0;
     route_transfer(router_, src, dst, pxn, hash, route_);
-    loads_.add(src, dst, route_.links, wire_bytes(data_bytes, protocol_),
-               transfer_latency(crosses_network(router_.cluster(), src, dst), route_, protocol_));
+    loads_.add(src, dst, route_.links,
+               static_cast<Bytes>(static_cast<double>(wire_bytes(data_bytes, protocol_)) * wire_factor),
+               transfer_latency(crosses_network(router_.cluster(), src, dst), route_, protocol_) + extra_s);
   }
   FlowGraph take() {
     FlowGraph out = per_link_ ? loads_.flows() : std::move(graph_);
@@ -106,6 +114,16 @@ FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<
                                         const std::vector<std::vector<double>>& network_bytes,
                                         const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol,
                                         AllToAllFlows flows) {
+  return lower_node_limited_all_to_all(router, gpus, per_node, network_bytes, nvlink_bytes, protocol, TwoLegCosts{},
+                                       flows);
+}
+
+FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<int>& gpus, int per_node,
+                                        const std::vector<std::vector<double>>& network_bytes,
+                                        const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol,
+                                        const TwoLegCosts& costs, AllToAllFlows flows) {
+  assert((costs.nvlink_wire_factor.empty() || costs.nvlink_wire_factor.size() == gpus.size()) &&
+         "one NVLink wire factor per rank");
   assert(per_node > 0 && gpus.size() % per_node == 0 && "ranks fill whole nodes");
   Transfers graph(router, protocol, flows);
   const std::size_t n = gpus.size(), nodes = n / per_node;
@@ -115,11 +133,13 @@ FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<
       if (node != home && network_bytes[i][node] > 0) {
         // To the GPU of the same local index - the same rail - in the destination node.
         const int dst = gpus[node * per_node + lane];
-        graph.add(gpus[i], dst, network_bytes[i][node], false, flow_hash(gpus[i], dst, 0));
+        graph.add(gpus[i], dst, network_bytes[i][node], false, flow_hash(gpus[i], dst, 0), 1,
+                  costs.network_extra_s);
       }
+    const double factor = costs.nvlink_wire_factor.empty() ? 1 : costs.nvlink_wire_factor[i];
     for (std::size_t j = 0; j < n; ++j)
       if (j != i && j / per_node == home && nvlink_bytes[i][j] > 0)
-        graph.add(gpus[i], gpus[j], nvlink_bytes[i][j], false, 0);
+        graph.add(gpus[i], gpus[j], nvlink_bytes[i][j], false, 0, factor, costs.nvlink_extra_s);
   }
   return graph.take();
 }

@@ -39,4 +39,18 @@ FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<
                                         const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol,
                                         AllToAllFlows flows = AllToAllFlows::per_link);
 
+/// What a kernel adds to the two legs (collectives/algo_deepep.hpp sets them for DeepEP):
+/// nvlink_wire_factor[i] >= 1 scales the wire bytes of rank i's NVLink sends (its SMs drive NVLink
+/// below line rate: 1 / their share), and each leg's transfers pay extra latency (a chunk pipeline's
+/// fill: the other leg's first or last chunk).
+struct TwoLegCosts {
+  std::vector<double> nvlink_wire_factor;  // per rank; empty: 1 for all
+  Seconds network_extra_s = 0;
+  Seconds nvlink_extra_s = 0;
+};
+FlowGraph lower_node_limited_all_to_all(const Router& router, const std::vector<int>& gpus, int per_node,
+                                        const std::vector<std::vector<double>>& network_bytes,
+                                        const std::vector<std::vector<double>>& nvlink_bytes, const Protocol& protocol,
+                                        const TwoLegCosts& costs, AllToAllFlows flows = AllToAllFlows::per_link);
+
 }  // namespace clustersim

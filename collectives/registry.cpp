@@ -6,9 +6,10 @@ const Algorithm& ring_algorithm();
 const Algorithm& tree_algorithm();
 const Algorithm& direct_algorithm();
 const Algorithm& pxn_algorithm();
+const Algorithm& deepep_algorithm();
 
 std::vector<const Algorithm*> all_algorithms() {
-  return {&ring_algorithm(), &tree_algorithm(), &direct_algorithm(), &pxn_algorithm()};
+  return {&ring_algorithm(), &tree_algorithm(), &direct_algorithm(), &pxn_algorithm(), &deepep_algorithm()};
 }
 
 const Algorithm* find_algorithm(const std::string& name) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "collectives/algo_deepep.hpp"
 #include "simulator/link_utilization.hpp"
 #include "topologies/invariant.hpp"
 
@@ -49,6 +50,7 @@ std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const
   probe.ranks = spec.ranks;
   for (const Algorithm* a : all_algorithms()) {
     if (spec.algorithm != "auto" && a->name() != spec.algorithm) continue;
+    if (spec.algorithm == "auto" && !a->chosen_by_auto()) continue;
     if (!a->not_applicable(cluster, probe)) out.push_back(a);
   }
   return out;
@@ -59,8 +61,10 @@ SweepRow best_collective(FabricEngine& engine, const Router& router, const std::
   SweepRow row;
   row.size_bytes = request.size_bytes;
   row.time_s = -1;
+  Protocol own = ideal_protocol();
+  own.name = "kernel";  // an algorithm that is not NCCL's runs its own kernel, once
   for (const Algorithm* a : algorithms)
-    for (const Protocol& p : protocols) {
+    for (const Protocol& p : a->uses_nccl_protocols() ? protocols : std::vector<Protocol>{own}) {
       CollectiveRequest req = request;
       req.protocol = p;
       const Seconds t = time_collective(engine, router, *a, req);
@@ -86,6 +90,14 @@ std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, cons
     CollectiveRequest req{spec.op, spec.ranks, size, spec.channels, Protocol{}, spec.root};
     SweepRow row = best_collective(engine, router, algorithms, protocols, req);
     row.count = size / spec.type.size_bytes;
+    if (row.algorithm == "deepep") {
+      // DeepEP's benchmark's own figures: its counted bytes over the kernel's time.
+      const int per = std::min(router.cluster().gpus_per_node(), n);
+      const DeepEpCountedBytes counted = deepep_counted_bytes(n, per, static_cast<double>(size), DeepEpRouting{});
+      const double seconds = row.time_s > 0 ? row.time_s : 1;  // nothing sent in no time: 0 GB/s, as algbw
+      if (n > per) row.deepep_rdma_GBps = counted.rdma_bytes / seconds / 1e9;
+      row.deepep_nvl_GBps = counted.nvl_bytes / seconds / 1e9;
+    }
     rows.push_back(row);
   }
   return rows;

@@ -36,6 +36,9 @@ struct SweepRow {
   double busbw_GBps = 0;
   std::string algorithm;
   std::string protocol;
+  /// deepep only: the bandwidths DeepEP's benchmark prints (collectives/algo_deepep.hpp,
+  /// deepep_counted_bytes); RDMA only across nodes.
+  std::optional<double> deepep_rdma_GBps, deepep_nvl_GBps;
 };
 
 /// nccl-tests' size list: min, min*factor, ... up to max (factor 1 with step: not supported).

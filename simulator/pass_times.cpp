@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectives/algo_deepep.hpp"
 #include "collectives/point_to_point.hpp"
 #include "simulator/collective_sweep.hpp"
 #include "simulator/link_utilization.hpp"
@@ -106,15 +107,20 @@ int PassTimes::collective_choice(int rank, const Segment& s, const std::vector<i
 }
 
 /// An MoE all-to-all or a ring step, alone on the fabric, cached per traffic. Plain
-/// all-to-alls go through NCCL (Simple protocol); DeepEP's kernels are not NCCL's, so they pay only
-/// the links' latency.
+/// all-to-alls go through NCCL (Simple protocol); DeepEP's are its normal kernels
+/// (collectives/algo_deepep.hpp: its SMs, its chunk pipeline, the links' latency, no NCCL protocol).
+static DeepEpKernel deepep_kernel(const GroupTraffic& t) {
+  DeepEpKernel kernel;
+  kernel.token_bytes = t.token_bytes;
+  return kernel;
+}
+
 Seconds PassTimes::traffic_time(int traffic) {
   if (plan_.free_communication) return 0;
   if (auto it = traffic_cache_.find(traffic); it != traffic_cache_.end()) return it->second;
   const GroupTraffic& t = plan_.traffic.at(static_cast<std::size_t>(traffic));
   const FlowGraph graph =
-      t.deepep ? lower_node_limited_all_to_all(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes,
-                                               ideal_protocol())
+      t.deepep ? lower_deepep(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes, deepep_kernel(t))
                : lower_all_to_all_v(router_, t.gpus, t.bytes, *find_protocol("Simple"), false);
   const std::vector<Seconds> finish = engine_.run(graph);
   check_link_utilization(router_.cluster(), graph, finish, "all-to-all");

@@ -192,6 +192,14 @@ TEST_CASE("PXN is rejected on a fabric without rails") {
                    "pxn needs a rail-optimized fabric; fat_tree has no rails");
 }
 
+TEST_CASE("deepep is rejected on part of a node and for other ops") {
+  const std::string cluster = clustersim::test::source_path("scenarios/clusters/h800-deepseek.yaml");
+  expect_cli_error("collective --cluster " + cluster + " --gpus 12 --algo deepep --op all_to_all", cluster, "--algo",
+                   "deepep needs whole nodes: 12 GPUs is not a multiple of 8 per node");
+  expect_cli_error("collective --cluster " + cluster + " --gpus 16 --algo deepep --op all_reduce", cluster, "--algo",
+                   "deepep does not implement all_reduce");
+}
+
 TEST_CASE("a size with an unknown suffix is rejected") {
   expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus 16 -b 8X",
                    "command line", "-b", "expected a size like 8, 64K, 1M or 8G, got '8X'");

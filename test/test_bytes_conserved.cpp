@@ -6,6 +6,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
+#include "collectives/algo_deepep.hpp"
 #include "collectives/collective.hpp"
 #include "collectives/conservation.hpp"
 #include "collectives/pipeline.hpp"
@@ -51,6 +52,22 @@ Bytes closed_form_receive(const Cluster& cluster, const std::string& algo, Op op
                           const Protocol& p) {
   const double per_channel = static_cast<double>(size) / channels;
   const auto c = static_cast<Bytes>(channels), hops_ring = static_cast<Bytes>(n);
+  if (algo == "deepep") {
+    // Once to each other node (the peer on the sender's rail receives it), then from every GPU over
+    // NVLink to each other GPU of its node, for the tokens of its node's sources (nodes of them):
+    // DeepEP's own kernel, no NCCL protocol, whatever the request's.
+    // Its NVLink sends carry 1 / share of their bytes on the wire where its SMs (two a channel)
+    // cannot drive NVLink at line rate.
+    const int per = std::min(cluster.gpus_per_node(), n), nodes = n / per;
+    const DeepEpRouting r;
+    const Protocol none = ideal_protocol();
+    DeepEpKernel kernel;
+    kernel.sms = 2 * channels;
+    const double factor = 1 / deepep_nvlink_share(cluster, 0, kernel);
+    const Bytes nvlink = wire_bytes(double(nodes) * size * deepep_rank_hit(n, per, r), none);
+    return static_cast<Bytes>(n) * (nodes - 1) * wire_bytes(double(size) * deepep_node_hit(n, per, r), none) +
+           static_cast<Bytes>(n) * (per - 1) * static_cast<Bytes>(static_cast<double>(nvlink) * factor);
+  }
   if (algo == "tree") return c * 2 * static_cast<Bytes>(n - 1) * wire_bytes(per_channel, p);
   if (op == Op::all_reduce) return c * hops_ring * wire_bytes(per_channel * 2.0 * (n - 1) / n, p);
   if (op == Op::all_gather || op == Op::reduce_scatter) return c * hops_ring * wire_bytes(per_channel * (n - 1.0) / n, p);

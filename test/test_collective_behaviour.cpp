@@ -131,6 +131,6 @@ TEST_CASE("the collective command writes its rows as JSON") {
 TEST_CASE("list names every registered algorithm, protocol and fabric") {
   const auto r = test::run_cli("list");
   REQUIRE(r.exit_code == 0);
-  for (const char* name : {"ring", "tree", "direct", "pxn", "LL128", "Simple", "rail_optimized", "fat_tree", "single_switch"})
+  for (const char* name : {"ring", "tree", "direct", "pxn", "deepep", "LL128", "Simple", "rail_optimized", "fat_tree", "single_switch"})
     CHECK_THAT(r.stdout_text, Catch::Contains(name));
 }

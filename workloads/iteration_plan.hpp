@@ -65,12 +65,14 @@ struct Segment {
 
 /// One MoE all-to-all over the representative expert-parallel group. Plain: bytes[i][j] from
 /// gpus[i] to gpus[j]. DeepEP: network_bytes[i][node] crosses the fabric once per node and
-/// nvlink_bytes[i][j] fans out inside it (collectives/point_to_point.hpp).
+/// nvlink_bytes[i][j] fans out inside it, timed as DeepEP's kernels (collectives/algo_deepep.hpp),
+/// whose chunks are token_bytes a token.
 struct GroupTraffic {
   std::string label;  // "dispatch", "combine", ...
   std::vector<int> gpus;
   bool deepep = false;
   int ranks_per_node = 1;
+  double token_bytes = 0;
   std::vector<std::vector<double>> bytes, network_bytes, nvlink_bytes;
 };
 

@@ -1,5 +1,7 @@
 #include "workloads/plan_iteration.hpp"
 
+#include "collectives/algo_deepep.hpp"
+
 #include <optional>
 
 #include "workloads/layer_segments.hpp"
@@ -12,7 +14,6 @@ namespace clustersim {
 
 namespace {
 
-constexpr int kDeepEpSms = 20;  // SMs DeepEP's normal kernels hold (see plan_iteration below)
 
 /// One MoE all-to-all's sizes from the routing: a dispatch sends token copies from rank i to the
 /// experts on rank j; a combine brings them back (the transpose). DeepEP sends a token once per
@@ -25,6 +26,7 @@ GroupTraffic moe_traffic(const std::string& label, const std::vector<int>& gpus,
   out.gpus = gpus;
   out.deepep = deepep;
   out.ranks_per_node = routes.ranks_per_node;
+  out.token_bytes = bytes_per_token;
   auto at = [combine](const std::vector<std::vector<double>>& m, std::size_t i, std::size_t j) {
     return combine ? m[j][i] : m[i][j];
   };
@@ -318,7 +320,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   // arXiv:2412.19437 section 3.2.2: 20 of the H800's 132 saturate IB and NVLink; DeepEP's
   // Buffer.num_sms defaults to 20).
   plan.nccl_sm_share = s.gpu.sm_share(plan.channels);
-  plan.deepep_sm_share = s.moe.deepep ? s.gpu.sm_share(kDeepEpSms) : 0;
+  plan.deepep_sm_share = s.moe.deepep ? s.gpu.sm_share(DeepEpKernel{}.sms) : 0;
   if (s.model.tied_embeddings && stages - 1 > plan.embedding_stage)
     plan.embedding_sync_bytes = static_cast<Bytes>(embedding_params * plan.gradient_bytes_per_param);
   return plan;

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <limits>
 
+#include "collectives/algo_deepep.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/collective_sweep.hpp"
 #include "simulator/nccl_tests_text.hpp"
@@ -81,8 +82,10 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
   if (!type) throw UserError("command line", 0, "--dtype", "expected int8, uint8, half, bfloat16, float, int32, double or int64; got '" + o.type + "'");
   spec.type = *type;
   // NCCL opens about two channels per NIC on multi-NIC nodes; it is a knob (--channels).
-  spec.channels = o.channels.empty() ? default_channels(cluster)
-                                     : static_cast<int>(parse_integer(o.channels, "--channels", 1, kMaxChannels));
+  // deepep's channels are DeepEP's (two SMs each): 10 by default, its 20 SMs.
+  spec.channels = !o.channels.empty() ? static_cast<int>(parse_integer(o.channels, "--channels", 1, kMaxChannels))
+                  : o.algo == "deepep" ? DeepEpKernel{}.channels()
+                                       : default_channels(cluster);
   const double factor = parse_number(o.factor, "-f", 1, 1e6);
   const Bytes lo = parse_size(o.begin, "-b"), hi = parse_size(o.end, "-e");
   if (lo < 1) throw UserError("command line", 0, "-b", "expected a size of at least 1 byte, got '" + o.begin + "'");
@@ -103,17 +106,29 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
 void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
   std::cout << fmt::format("# clustersim collective: {} on {} GPUs of {} ({}), algo {}, {} channels\n#\n", o.op,
                            spec.ranks.size(), cluster.spec.name, cluster.spec.fabric.type, o.algo, spec.channels);
-  std::cout << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "size", "count", "type",
-                           "redop", "root", "time", "algbw", "busbw", "algorithm");
-  std::cout << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "(B)", "(elements)", "", "", "",
-                           "(us)", "(GB/s)", "(GB/s)");
+  // deepep also prints the bandwidths DeepEP's benchmark prints, counted its way.
+  const bool deepep = !rows.empty() && rows.front().deepep_nvl_GBps.has_value();
+  if (deepep)
+    std::cout << "# deepep: size = each rank's tokens (DeepEP's routing: top-8 of 256 experts, at most 4 nodes a token); "
+                 "rdma, nvl = DeepEP's count (test_internode.py): (token, node) pairs incl. its own node, and tokens "
+                 "received, x token bytes / time\n";
+  const std::string extra_head = deepep ? fmt::format(" {:>8} {:>8}", "rdma", "nvl") : "";
+  const std::string extra_unit = deepep ? fmt::format(" {:>8} {:>8}", "(GB/s)", "(GB/s)") : "";
+  std::cout << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "size", "count", "type",
+                           "redop", "root", "time", "algbw", "busbw", extra_head, "algorithm");
+  std::cout << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}{}\n", "(B)", "(elements)", "", "", "",
+                           "(us)", "(GB/s)", "(GB/s)", extra_unit);
   const bool reduces = spec.op == Op::all_reduce || spec.op == Op::reduce_scatter;
   const int root = spec.op == Op::broadcast ? spec.root : -1;
   double busbw_sum = 0;
   for (const SweepRow& r : rows) {
-    std::cout << fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {}/{}\n", r.size_bytes,
+    const std::string extra =
+        deepep ? fmt::format(" {:>8} {:>8.2f}", r.deepep_rdma_GBps ? fmt::format("{:.2f}", *r.deepep_rdma_GBps) : "-",
+                             r.deepep_nvl_GBps.value_or(0))
+               : "";
+    std::cout << fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}/{}\n", r.size_bytes,
                              r.count, spec.type.name, reduces ? "sum" : "none", root, r.time_s * 1e6, r.algbw_GBps,
-                             r.busbw_GBps, r.algorithm, r.protocol);
+                             r.busbw_GBps, extra, r.algorithm, r.protocol);
     busbw_sum += r.busbw_GBps;
   }
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : busbw_sum / rows.size());
@@ -143,14 +158,15 @@ nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const S
   j["channels"] = spec.channels;
   j["type"] = spec.type.name;
   j["rows"] = nlohmann::ordered_json::array();
-  for (const SweepRow& r : rows)
-    j["rows"].push_back({{"size_bytes", r.size_bytes},
-                         {"count", r.count},
-                         {"time_us", r.time_s * 1e6},
-                         {"algbw_GBps", r.algbw_GBps},
-                         {"busbw_GBps", r.busbw_GBps},
-                         {"algorithm", r.algorithm},
-                         {"protocol", r.protocol}});
+  for (const SweepRow& r : rows) {
+    nlohmann::ordered_json row{{"size_bytes", r.size_bytes},   {"count", r.count},
+                               {"time_us", r.time_s * 1e6},    {"algbw_GBps", r.algbw_GBps},
+                               {"busbw_GBps", r.busbw_GBps},   {"algorithm", r.algorithm},
+                               {"protocol", r.protocol}};
+    if (r.deepep_nvl_GBps) row["deepep_nvl_GBps"] = *r.deepep_nvl_GBps;
+    if (r.deepep_rdma_GBps) row["deepep_rdma_GBps"] = *r.deepep_rdma_GBps;
+    j["rows"].push_back(std::move(row));
+  }
   return j;
 }
 
@@ -165,7 +181,7 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--algo", o->algo, "algorithm name (see `clustersim list`) or auto");
   cmd->add_option("--proto", o->proto, "LL, LL128, Simple, ideal, or auto");
   cmd->add_option("--dtype,-d", o->type, "element type (float)");
-  cmd->add_option("--channels", o->channels, "channels, 1 to 64 (default: 2 per NIC)");
+  cmd->add_option("--channels", o->channels, "channels, 1 to 64 (default: 2 per NIC; deepep: 10, two SMs each)");
   cmd->add_option("-b,--minbytes", o->begin, "smallest size (8)");
   cmd->add_option("-e,--maxbytes", o->end, "largest size (8G)");
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
