@@ -192,16 +192,7 @@ std::string links_section(const ReportPage& page) {
       out += "<p class=\"why\">could not run: " + xml_escape(r.why) + "</p>\n";
       continue;
     }
-    if (!r.link_note.empty()) out += "<p class=\"note\">" + xml_escape(r.link_note) + "</p>\n";
-    out += "<table class=\"tiers\">\n<tr><th>tier</th><th>link type</th><th class=\"num\">links</th><th class=\"num\">"
-           "carried (GB)</th><th>mean utilization</th><th class=\"num\"></th><th class=\"num\">busiest link</th></tr>\n";
-    for (const LinkTierLoad& t : r.link_tiers)
-      out += fmt::format("<tr data-tier=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1f}</td>"
-                         "<td><span class=\"meter\"><span style=\"width:{:.1f}%\"></span></span></td>"
-                         "<td class=\"num\">{:.1f}%</td><td class=\"num\">{:.1f}%</td></tr>\n",
-                         xml_escape(t.tier), xml_escape(t.tier), xml_escape(t.link_type), t.links, t.bytes / 1e9,
-                         std::min(100.0, 100 * t.mean_utilization), 100 * t.mean_utilization, 100 * t.busiest_utilization);
-    out += "</table>\n";
+    out += link_tiers_table(r.link_tiers, r.link_note);
   }
   return out + "</section>\n";
 }
@@ -269,11 +260,29 @@ ReportRun report_run(const RunReport& r, const std::string& name) {
   return out;
 }
 
+std::string link_tiers_table(const std::vector<LinkTierLoad>& tiers, const std::string& note) {
+  std::string out;
+  if (!note.empty()) out += "<p class=\"note\">" + xml_escape(note) + "</p>\n";
+  out += "<table class=\"tiers\">\n<tr><th>tier</th><th>link type</th><th class=\"num\">links</th><th class=\"num\">"
+         "carried (GB)</th><th>mean utilization</th><th class=\"num\"></th><th class=\"num\">busiest link</th></tr>\n";
+  for (const LinkTierLoad& t : tiers)
+    out += fmt::format("<tr data-tier=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1f}</td>"
+                       "<td><span class=\"meter\"><span style=\"width:{:.1f}%\"></span></span></td>"
+                       "<td class=\"num\">{:.1f}%</td><td class=\"num\">{:.1f}%</td></tr>\n",
+                       xml_escape(t.tier), xml_escape(t.tier), xml_escape(t.link_type), t.links, t.bytes / 1e9,
+                       std::min(100.0, 100 * t.mean_utilization), 100 * t.mean_utilization, 100 * t.busiest_utilization);
+  return out + "</table>\n";
+}
+
+std::string report_document(const std::string& title, const std::string& sections) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + xml_escape(title) +
+         "</title>\n" + kStyle + "</head>\n<body>\n<h1>" + xml_escape(title) + "</h1>\n" + sections +
+         "<p class=\"note\">Written by clustersim. Self-contained: no script, nothing fetched.</p>\n</body>\n</html>\n";
+}
+
 std::string report_html(const ReportPage& page) {
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + xml_escape(page.title) +
-                    "</title>\n" + kStyle + "</head>\n<body>\n<h1>" + xml_escape(page.title) + "</h1>\n";
-  out += summary_section(page) + timeline_section(page) + breakdown_section(page) + memory_section(page) + links_section(page);
-  return out + "<p class=\"note\">Written by clustersim. Self-contained: no script, nothing fetched.</p>\n</body>\n</html>\n";
+  return report_document(page.title, summary_section(page) + timeline_section(page) + breakdown_section(page) +
+                                         memory_section(page) + links_section(page));
 }
 
 }  // namespace clustersim

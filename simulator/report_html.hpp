@@ -61,4 +61,10 @@ ReportRun report_run(const RunReport& r, const std::string& name);
 /// The whole page.
 std::string report_html(const ReportPage& page);
 
+// Pieces other reports share (collective's, report_collective.hpp).
+/// The page around its sections: head, the style sheet, the title.
+std::string report_document(const std::string& title, const std::string& sections);
+/// Link tiers as a table, after a note saying what traffic they count.
+std::string link_tiers_table(const std::vector<LinkTierLoad>& tiers, const std::string& note);
+
 }  // namespace clustersim

@@ -25,30 +25,48 @@ std::string px(double value) {
   return s == "-0.00" ? "0.00" : s;
 }
 
+namespace {
+
+/// The smallest step of 1, 2 or 5 x 10^exponent at least `raw`.
+struct Step {
+  int mantissa = 1;
+  int exponent = 0;
+  double value() const { return mantissa * std::pow(10.0, exponent); }
+};
+Step round_step(double raw) {
+  Step s{1, static_cast<int>(std::floor(std::log10(raw)))};
+  while (s.value() < raw * (1 - 1e-12)) {
+    if (s.mantissa == 1) s.mantissa = 2;
+    else if (s.mantissa == 2) s.mantissa = 5;
+    else s.mantissa = 1, ++s.exponent;
+  }
+  return s;
+}
+
+}  // namespace
+
 std::vector<TimeTick> time_ticks(Seconds span_s, int target) {
   if (!(span_s > 0)) return {{0, "0 s"}};
-  // The step: the smallest 1, 2 or 5 x 10^k giving at most `target` intervals.
-  const double raw = span_s / std::max(1, target);
-  int exponent = static_cast<int>(std::floor(std::log10(raw)));
-  int mantissa = 1;
-  for (;; ) {
-    const double step = mantissa * std::pow(10.0, exponent);
-    if (step >= raw * (1 - 1e-12)) break;
-    if (mantissa == 1) mantissa = 2;
-    else if (mantissa == 2) mantissa = 5;
-    else mantissa = 1, ++exponent;
-  }
-  const bool in_ms = exponent < 0;  // steps under a second: label in ms
-  const int unit_exponent = exponent + (in_ms ? 3 : 0);
+  const Step step = round_step(span_s / std::max(1, target));
+  const bool in_ms = step.exponent < 0;  // steps under a second: label in ms
+  const int unit_exponent = step.exponent + (in_ms ? 3 : 0);
   const int decimals = std::max(0, -unit_exponent);
-  const double step_s = mantissa * std::pow(10.0, exponent);
-  const int count = static_cast<int>(std::ceil(span_s / step_s - 1e-9));
+  const int count = static_cast<int>(std::ceil(span_s / step.value() - 1e-9));
   std::vector<TimeTick> ticks;
   for (int i = 0; i <= count; ++i) {
     // The label from integers, so 3 x 0.1 prints as 0.3.
-    const double in_unit = static_cast<double>(i) * mantissa * std::pow(10.0, unit_exponent);
-    ticks.push_back({i * step_s, fmt::format("{:.{}f} {}", in_unit, decimals, in_ms ? "ms" : "s")});
+    const double in_unit = static_cast<double>(i) * step.mantissa * std::pow(10.0, unit_exponent);
+    ticks.push_back({i * step.value(), fmt::format("{:.{}f} {}", in_unit, decimals, in_ms ? "ms" : "s")});
   }
+  return ticks;
+}
+
+std::vector<double> round_ticks(double span, int target) {
+  if (!(span > 0)) return {0};
+  const Step step = round_step(span / std::max(1, target));
+  const int count = static_cast<int>(std::ceil(span / step.value() - 1e-9));
+  std::vector<double> ticks;
+  for (int i = 0; i <= count; ++i) ticks.push_back(i * step.value());
   return ticks;
 }
 

@@ -24,6 +24,9 @@ struct TimeTick {
 /// labelled in ms when they are less than a second apart, else in s.
 std::vector<TimeTick> time_ticks(Seconds span_s, int target = 8);
 
+/// The same steps for any quantity: 0, step, ... up to at least `span`.
+std::vector<double> round_ticks(double span, int target = 6);
+
 /// A duration as the report prints it: "850 us", "12.3 ms", "4.52 s" (three significant figures).
 std::string duration_text(Seconds s);
 

@@ -516,6 +516,7 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
        cl, "--gpus", "expected at most 4096 GPUs for all_to_all"},
       {col + "--json " + kNoDir, kNoDir, "--json", "the directory '/nonexistent-clustersim-dir' does not exist"},
       {col + "--json /tmp", "/tmp", "--json", "expected a file to write, got a directory"},
+      {col + "--report " + kNoDir, kNoDir, "--report", "does not exist"},
       // topology
       {"topology", cl, "cluster", "missing: expected this argument"},
       {"topology " + cluster + " --dot " + kNoDir, kNoDir, "--dot", "does not exist"},

@@ -12,6 +12,8 @@
 #include <regex>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "simulator/report_html.hpp"
 #include "simulator/report_timeline.hpp"
 #include "simulator/svg_draw.hpp"
@@ -144,7 +146,7 @@ TEST_CASE("a run's report has a row per stream of each rank, chunks as interleav
   page.hbm_bytes = s.gpu.hbm_bytes;
   page.runs.push_back(report_run(r, "interleaved"));
   const std::string html = report_html(page);
-  for (const std::string& id : kSections) CHECK(count_of(html, "<section id=\"" + id + "\"") == 1);
+  for (const std::string& id : kSections) CHECK(count_of(html, std::string("<section id=\"") + id + "\"") == 1);
 
   // Streams: every non-compute event of the run's events, by the rank whose GPU it names.
   std::set<std::string> streams;
@@ -246,16 +248,20 @@ TEST_CASE("compare --report draws every schedule on one time scale, says why one
   std::remove(b.c_str());
 }
 
-TEST_CASE("run --report's page opens in headless Chromium without a console message, every section drawn") {
+TEST_CASE("compare's and collective's pages open in headless Chromium without a console message, every section drawn") {
   if (!have_chromium()) {
     WARN("chromium is not installed (Debian: apt-get install chromium): the browser check is skipped");
     SUCCEED();
     return;
   }
-  const std::string report = temp_file("", ".html");
-  REQUIRE(run_cli("run " + kScenario + kSmall + " --report " + report).exit_code == 0);
-  const std::string blank = temp_file("<!DOCTYPE html><html><body></body></html>\n", ".html");
+  // compare's page holds everything run's does, and a schedule that could not run.
+  const std::string compare = temp_file("", ".html"), collective = temp_file("", ".html");
+  REQUIRE(run_cli("compare " + kScenario + kSmall + " --schedules interleaved,dualpipev --report " + compare).exit_code == 0);
+  REQUIRE(run_cli("collective --cluster " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                  " --gpus 16 -b 1K -e 1G -f 8 --report " + collective)
+              .exit_code == 0);
   // The blank page's screenshot: what "nothing drawn" weighs at this window size.
+  const std::string blank = temp_file("<!DOCTYPE html><html><body></body></html>\n", ".html");
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(temp_file("", ".blank"));
   fs::remove(dir);
@@ -266,12 +272,14 @@ TEST_CASE("run --report's page opens in headless Chromium without a console mess
                        shell_quote(png) + " " + shell_quote("file://" + blank) + " >/dev/null 2>&1")
                           .c_str()) == 0);
   const std::size_t blank_bytes = fs::file_size(png);
-  const std::vector<std::string> problems = browser_problems(report, kSections, blank_bytes);
-  for (const std::string& p : problems) UNSCOPED_INFO(p);
-  CHECK(problems.empty());
+  for (const auto& [page, sections] : {std::pair{compare, kSections},
+                                       std::pair{collective, std::vector<std::string>{"summary", "bandwidth", "links"}}}) {
+    const std::vector<std::string> problems = browser_problems(page, sections, blank_bytes);
+    for (const std::string& p : problems) UNSCOPED_INFO(page << ": " << p);
+    CHECK(problems.empty());
+  }
   fs::remove_all(dir);
-  std::remove(report.c_str());
-  std::remove(blank.c_str());
+  for (const std::string& f : {compare, collective, blank}) std::remove(f.c_str());
 }
 
 TEST_CASE("the browser check fails a page with a script error, a console message and a missing section") {
@@ -293,4 +301,31 @@ TEST_CASE("the browser check fails a page with a script error, a console message
   CHECK(all.find("missing section timeline") != std::string::npos);
   CHECK(all.find("missing section summary") == std::string::npos);
   std::remove(page.c_str());
+}
+
+TEST_CASE("collective --report draws a point per size at its busbw and a ring's bytes on the NIC tier") {
+  const std::string html_path = temp_file("", ".html");
+  const nlohmann::json j = test::cli_json("collective --cluster " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                                          " --gpus 16 --op all_reduce --algo ring --proto Simple -b 1M -e 64M -f 4 --report " +
+                                          html_path);
+  const std::string html = test::read_file(html_path);
+  for (const char* id : {"summary", "bandwidth", "links"}) CHECK(count_of(html, std::string("<section id=\"") + id + "\"") == 1);
+  const auto& rows = j["rows"];
+  REQUIRE(rows.size() == 4);  // 1, 4, 16, 64 MiB
+  const std::regex point("data-size=\"([0-9]+)\" data-busbw=\"([^\"]+)\"");
+  std::size_t k = 0;
+  for (auto m = std::sregex_iterator(html.begin(), html.end(), point); m != std::sregex_iterator(); ++m, ++k) {
+    REQUIRE(k < rows.size());
+    CHECK(std::stoull((*m)[1]) == rows[k]["size_bytes"].get<unsigned long long>());
+    CHECK(std::stod((*m)[2]) == Approx(rows[k]["busbw_GBps"].get<double>()).epsilon(1e-15));
+  }
+  CHECK(k == rows.size());
+  // Two nodes, one ring per channel crossing between them twice, each crossing up one NIC link and
+  // down another on the rail's leaf: 4 NIC-link traversals of 2(n-1)/n of the buffer, all channels together.
+  const double size = 64.0 * (1 << 20), n = 16;
+  const std::regex nic("<tr data-tier=\"NIC - leaf\"><td>[^<]*</td><td>[^<]*</td><td class=\"num\">[0-9]+</td><td class=\"num\">([0-9.]+)</td>");
+  std::smatch m;
+  REQUIRE(std::regex_search(html, m, nic));
+  CHECK(std::stod(m[1]) == Approx(4 * 2 * (n - 1) / n * size / 1e9).margin(0.05));  // printed to 0.1 GB
+  std::remove(html_path.c_str());
 }
