@@ -68,10 +68,10 @@ std::string summary_section(const ReportPage& page) {
     out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", xml_escape(label), xml_escape(value));
   out += "</table>\n";
   if (page.runs.size() > 1) {
-    out += "<table>\n<tr><th>run</th><th class=\"num\">iteration</th><th class=\"num\">bubble</th><th></th></tr>\n";
+    out += "<table>\n<tr><th>run</th><th class=\"num\">iteration</th><th class=\"num\">bubble</th></tr>\n";
     for (const ReportRun& r : page.runs) {
       if (!r.why.empty()) {
-        out += fmt::format("<tr><td>{}</td><td colspan=\"3\" class=\"why\">could not run: {}</td></tr>\n", xml_escape(r.name),
+        out += fmt::format("<tr><td>{}</td><td colspan=\"2\" class=\"why\">could not run: {}</td></tr>\n", xml_escape(r.name),
                            xml_escape(r.why));
         continue;
       }
@@ -79,7 +79,7 @@ std::string summary_section(const ReportPage& page) {
       for (const ReportStage& st : r.stages)
         for (const auto& [key, s] : st.time_s)
           if (key == "bubble") bubble += s / r.iteration_s / static_cast<double>(r.stages.size());
-      out += fmt::format("<tr><td>{}</td><td class=\"num\">{:.3f} s</td><td class=\"num\">{:.1f}%</td><td></td></tr>\n",
+      out += fmt::format("<tr><td>{}</td><td class=\"num\">{:.3f} s</td><td class=\"num\">{:.1f}%</td></tr>\n",
                          xml_escape(r.name), r.iteration_s, 100 * bubble);
     }
     out += "</table>\n";
