@@ -248,6 +248,21 @@ TEST_CASE("compare --report draws every schedule on one time scale, says why one
   std::remove(b.c_str());
 }
 
+TEST_CASE("run --report and collective --report write the same bytes when rerun") {
+  const std::string a = temp_file("", ".html"), b = temp_file("", ".html");
+  for (const std::string& args :
+       {"run " + kScenario + kSmall + " --set schedule=zb-v --set parallel.virtual_stages=2 --report ",
+        "collective --cluster " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") + " --gpus 16 -b 1K -e 1G -f 8 --report "}) {
+    REQUIRE(run_cli(args + a).exit_code == 0);
+    REQUIRE(run_cli(args + b).exit_code == 0);
+    const std::string first = test::read_file(a);
+    CHECK(first.size() > 1000);
+    CHECK(first == test::read_file(b));
+  }
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
 TEST_CASE("compare's and collective's pages open in headless Chromium without a console message, every section drawn") {
   if (!have_chromium()) {
     WARN("chromium is not installed (Debian: apt-get install chromium): the browser check is skipped");
