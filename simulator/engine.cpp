@@ -71,6 +71,9 @@ std::vector<std::string> solver_names() { return {std::begin(kNames), std::end(k
 struct FabricEngine::Impl {
   Solver solver;
   int gpus = 0;
+  std::size_t link_directions = 0;
+  bool record_link_bytes = false;
+  std::vector<double> link_bytes;
   std::unique_ptr<FluidSolver> fluid;
   std::unique_ptr<SimGridSolver> simgrid;
 };
@@ -78,6 +81,7 @@ struct FabricEngine::Impl {
 FabricEngine::FabricEngine(const Cluster& cluster, Solver solver) : impl_(std::make_unique<Impl>()) {
   impl_->solver = solver;
   impl_->gpus = cluster.gpu_count();
+  impl_->link_directions = 2 * cluster.links.size();
   if (solver == Solver::fluid)
     impl_->fluid = std::make_unique<FluidSolver>(link_capacities_Bps(cluster));
   else
@@ -87,6 +91,13 @@ FabricEngine::FabricEngine(const Cluster& cluster, Solver solver) : impl_(std::m
 FabricEngine::~FabricEngine() = default;
 
 Solver FabricEngine::solver() const { return impl_->solver; }
+
+void FabricEngine::record_link_bytes(bool on) {
+  impl_->record_link_bytes = on;
+  impl_->link_bytes.clear();
+}
+
+const std::vector<double>& FabricEngine::last_link_bytes() const { return impl_->link_bytes; }
 
 std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
   bool copied = false;
@@ -108,6 +119,11 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
       for (int k = 0; k < graph.flows[id].copies; ++k) finish[id] = std::max(finish[id], each[first_copy[id] + k]);
   }
   report_blocked(graph, finish);
+  if (impl_->record_link_bytes) {
+    impl_->link_bytes.assign(impl_->link_directions, 0.0);
+    for (const Flow& f : graph.flows)
+      for (LinkDir d : f.links) impl_->link_bytes[static_cast<std::size_t>(d)] += static_cast<double>(f.size_bytes) * f.copies;
+  }
   return finish;
 }
 

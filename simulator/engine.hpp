@@ -38,6 +38,14 @@ class FabricEngine {
 
   Solver solver() const;
 
+  /// When on, each run afterwards also sums the bytes every link direction carried (LinkDir order):
+  /// what `run --report` draws per link tier. Off by default: it is one more pass over every flow's
+  /// route, which a whole-cluster replay does not pay unless asked.
+  void record_link_bytes(bool on);
+  /// The bytes of the latest run, if recorded (else empty). An iteration's last run is its whole
+  /// flow graph (TP collectives timed alone run before it).
+  const std::vector<double>& last_link_bytes() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

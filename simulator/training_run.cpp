@@ -80,7 +80,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 }  // namespace
 
 RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
-                       TpPlacement tp_placement) {
+                       TpPlacement tp_placement, bool link_tiers) {
   IterationPlan plan = plan_iteration(s, kernels);
   plan.fold = fold;
   plan.tp_placement = tp_placement;
@@ -102,10 +102,17 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
   Router router(cluster);
   router.remember_routes();
   FabricEngine engine(cluster, solver);
+  engine.record_link_bytes(link_tiers);
   RunReport report;
   report.scenario = s.name;
   report.iteration = simulate_iteration(engine, router, plan);
   report.iteration_s = report.iteration.iteration_s;
+  report.hbm_bytes = s.gpu.hbm_bytes;
+  if (link_tiers) report.link_tiers = link_tier_loads(cluster, engine.last_link_bytes(), report.iteration_s);
+  const int shown = report.iteration.reported_replica, p = plan.shape.stages;
+  for (int r = 0; r < p; ++r)
+    report.rank_gpus.push_back(plan.unit_gpus.empty() ? plan.rank_gpu[static_cast<std::size_t>(r)]
+                                                      : plan.unit_gpus[static_cast<std::size_t>(shown * p + r)].front());
   const double tokens = static_cast<double>(s.global_batch) * s.model.seq_len;
   report.tokens_per_s = tokens / report.iteration_s;
   const double executed =

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "simulator/iteration.hpp"
+#include "simulator/link_tiers.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/memory_model.hpp"
@@ -32,6 +33,12 @@ struct RunReport {
   double mfu = 0;
   std::vector<StageReport> stages;
   IterationResult iteration;
+  /// The first GPU of each pipeline rank of the reported replica: the GPU its events name.
+  std::vector<int> rank_gpus;
+  /// Each link tier's load over the iteration, for the traffic the engine replayed (folded
+  /// replicas' own traffic is not on the fabric); empty unless asked for (link_tiers below).
+  std::vector<LinkTierLoad> link_tiers;
+  Bytes hbm_bytes = 0;  // of one GPU
 };
 
 /// A stage that does not fit in GPU memory: the user's error, told apart from the others so that
@@ -42,9 +49,10 @@ class OutOfMemoryError : public UserError {
 };
 
 /// Simulates one iteration. Memory beyond the GPU's HBM is an OutOfMemoryError naming the stage,
-/// its largest part and the shortfall, unless allow_oom.
+/// its largest part and the shortfall, unless allow_oom. `link_tiers` also sums each link tier's
+/// bytes (one more pass over the flows' routes).
 RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr,
                        FoldMode fold = FoldMode::assume, Solver solver = Solver::fluid,
-                       TpPlacement tp_placement = TpPlacement::automatic);
+                       TpPlacement tp_placement = TpPlacement::automatic, bool link_tiers = false);
 
 }  // namespace clustersim

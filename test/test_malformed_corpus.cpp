@@ -516,6 +516,7 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
        cl, "--gpus", "expected at most 4096 GPUs for all_to_all"},
       {col + "--json " + kNoDir, kNoDir, "--json", "the directory '/nonexistent-clustersim-dir' does not exist"},
       {col + "--json /tmp", "/tmp", "--json", "expected a file to write, got a directory"},
+      {col + "--report " + kNoDir, kNoDir, "--report", "does not exist"},
       // topology
       {"topology", cl, "cluster", "missing: expected this argument"},
       {"topology " + cluster + " --dot " + kNoDir, kNoDir, "--dot", "does not exist"},
@@ -537,11 +538,15 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"run " + scenario + " --set parallel.tp=[1,2]", cl, "--set", "expected one value"},
       {"run " + scenario + " --json " + kNoDir, kNoDir, "--json", "does not exist"},
       {"run " + scenario + " --trace " + kNoDir, kNoDir, "--trace", "does not exist"},
+      {"run " + scenario + " --report " + kNoDir, kNoDir, "--report", "does not exist"},
+      {"run " + scenario + " --report /tmp", "/tmp", "--report", "expected a file to write, got a directory"},
       // compare
       {"compare " + scenario, cl, "--schedules", "missing: expected this option"},
       {"compare " + scenario + " --schedules warp", cl, "--schedules", "expected pipeline schedules from:"},
       {"compare " + scenario + " --schedules 1f1b --allow-oom=1", cl, "--allow-oom", "expected no value"},
       {"compare " + scenario + " --schedules 1f1b --svg " + kNoDir, kNoDir, "--svg", "does not exist"},
+      {"compare " + scenario + " --schedules 1f1b --report " + kNoDir, kNoDir, "--report", "does not exist"},
+      {"compare " + scenario + " --schedules 1f1b --report /tmp", "/tmp", "--report", "got a directory"},
       // validate
       {"validate --rows " + rows + " --only no-such-row", cl, "--only", "expected row names listed in"},
       {"validate --rows", cl, "--rows", "expected a value"},

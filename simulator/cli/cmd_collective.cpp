@@ -12,6 +12,7 @@
 #include "simulator/cli/commands.hpp"
 #include "simulator/collective_sweep.hpp"
 #include "simulator/nccl_tests_text.hpp"
+#include "simulator/report_collective.hpp"
 #include "workloads/calibration_file.hpp"
 #include "topologies/user_error.hpp"
 
@@ -38,6 +39,7 @@ struct Options {
   std::string root = "0";
   std::string json;
   std::string nccl_tests;
+  std::string report;
   std::string calibration;
   std::string solver = "fluid";
 };
@@ -170,6 +172,30 @@ nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const S
   return j;
 }
 
+/// The page: the sweep, and the link tiers of its largest size replayed once more with the
+/// algorithm and protocol it chose, its bytes recorded.
+std::string report_of(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows,
+                      FabricEngine& engine, const Router& router) {
+  CollectiveReport r;
+  r.title = fmt::format("clustersim collective: {} on {} GPUs of {}", o.op, spec.ranks.size(), cluster.spec.name);
+  r.facts = {{"cluster", fmt::format("{} ({}, {})", cluster.spec.name, cluster.spec.fabric.type, o.cluster)},
+             {"collective", fmt::format("{} on the first {} GPUs, {} channels, type {}", o.op, spec.ranks.size(),
+                                        spec.channels, spec.type.name)},
+             {"algorithm", o.algo + ", protocol " + o.proto}};
+  r.rows = rows;
+  if (!rows.empty()) {
+    const SweepRow& last = rows.back();
+    const CollectiveRequest req{spec.op, spec.ranks, last.size_bytes, spec.channels, *find_protocol(last.protocol), spec.root};
+    engine.record_link_bytes(true);
+    const Seconds t = time_collective(engine, router, *find_algorithm(last.algorithm), req);
+    r.largest_link_tiers = link_tier_loads(cluster, engine.last_link_bytes(), t);
+    r.link_note = fmt::format("Bytes each tier carried while {} ({}/{}, {:.2f} us) ran alone, over what its links carry in "
+                              "that time (both directions).",
+                              size_text(last.size_bytes), last.algorithm, last.protocol, t * 1e6);
+  }
+  return collective_report_html(r);
+}
+
 }  // namespace
 
 void add_collective_command(CLI::App& app) {
@@ -188,6 +214,7 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--root", o->root, "broadcast root rank (0)");
   cmd->add_option("--json", o->json, "also write the rows as JSON to this file (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate) whose link efficiencies replace the cluster's");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report: bandwidth against size, link tiers");
   cmd->add_option("--nccl-tests", o->nccl_tests, "also write the rows as nccl-tests prints them (synthetic input for calibrate)");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (the default), simgrid or simgrid-full");
   cmd->callback([o] {
@@ -201,6 +228,7 @@ void add_collective_command(CLI::App& app) {
     const SweepSpec spec = make_spec(*o, cluster);
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->nccl_tests.empty()) check_output_path(o->nccl_tests, "--nccl-tests");
+    if (!o->report.empty()) check_output_path(o->report, "--report");
     const Router router(cluster);
     FabricEngine engine(cluster, solver);
     const std::vector<SweepRow> rows = run_sweep(engine, router, spec);
@@ -213,6 +241,7 @@ void add_collective_command(CLI::App& app) {
                                      " GPUs of " + cluster.spec.name + " (" + o->cluster + "), algo " + o->algo +
                                      (o->calibration.empty() ? "" : ", link efficiencies from " + o->calibration)),
                  "--nccl-tests");
+    if (!o->report.empty()) write_file(o->report, report_of(*o, cluster, spec, rows, engine, router), "--report");
   });
 }
 

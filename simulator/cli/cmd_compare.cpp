@@ -20,7 +20,7 @@ namespace {
 struct CompareOptions {
   std::string scenario;
   std::vector<std::string> schedules, overrides;
-  std::string json, svg, kernels;
+  std::string json, svg, kernels, report;
   bool allow_oom = false;
   std::string fold = "assume", tp_collectives = "auto";
 };
@@ -47,7 +47,8 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
     overrides.push_back("parallel.virtual_stages=" + std::to_string(v));
     const ScenarioSpec s = load_scenario(o.scenario, overrides);
     const FoldMode fold = parse_fold(o.fold);
-    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, parse_tp_placement(o.tp_collectives, fold));
+    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, parse_tp_placement(o.tp_collectives, fold),
+                                     !o.report.empty());
     double bubble = 0, peak_activations = 0, peak_total = 0;
     int activation_stage = 0, total_stage = 0;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -76,9 +77,16 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
       passes.push_back({p.rank, static_cast<int>(p.kind), p.microbatch, p.stage, p.start_s, p.end_s});
     row["passes"] = passes;
     row["ranks"] = s.layout.pp;
+    if (!o.report.empty()) row["report"] = report_run_json(report_run(r, fmt::format("{} (v {})", name, v)));
   } catch (const UserError& e) {
     row["feasible"] = false;
     row["why"] = e.what();
+    if (!o.report.empty()) {
+      ReportRun none;
+      none.name = name;
+      none.why = e.what();
+      row["report"] = report_run_json(none);
+    }
   }
   return row;
 }
@@ -121,6 +129,12 @@ std::string svg_of(const std::vector<nlohmann::ordered_json>& rows) {
   return timeline_svg(timelines);
 }
 
+std::string report_of(const ScenarioSpec& scenario, const std::vector<nlohmann::ordered_json>& rows) {
+  ReportPage page = report_page(scenario, "compare");
+  for (const auto& r : rows) page.runs.push_back(report_run_from_json(r["report"]));
+  return report_html(page);
+}
+
 }  // namespace
 
 void add_compare_command(CLI::App& app) {
@@ -133,6 +147,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.pp=16 (repeatable)");
   cmd->add_option("--json", o->json, "write the rows as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report: every schedule on one time scale");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
       ->disable_flag_override();
@@ -155,12 +170,14 @@ void add_compare_command(CLI::App& app) {
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
+    if (!o->report.empty()) check_output_path(o->report, "--report");
     std::vector<nlohmann::ordered_json> rows;
     for (const std::string& name : o->schedules)
       rows.push_back(nlohmann::ordered_json::parse(
           run_in_child([&] { return simulate(*o, name, scenario_chunks, kernels ? &*kernels : nullptr).dump(); })));
     if (!json_to_stdout(o->json)) print_rows(o->scenario, rows);
     if (!o->svg.empty()) write_file(o->svg, svg_of(rows), "--svg");
+    if (!o->report.empty()) write_file(o->report, report_of(scenario, rows), "--report");
     if (!o->json.empty()) {
       // The scenario as written (after --set); each row says the schedule and chunks it ran with.
       nlohmann::ordered_json j = json_header("compare");
@@ -174,6 +191,7 @@ void add_compare_command(CLI::App& app) {
       j["rows"] = nlohmann::ordered_json::array();
       for (auto r : rows) {
         r.erase("passes");
+        r.erase("report");
         j["rows"].push_back(r);
       }
       write_json(o->json, j);

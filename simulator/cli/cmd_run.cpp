@@ -19,7 +19,7 @@ namespace {
 struct RunOptions {
   std::string scenario;
   std::vector<std::string> overrides;
-  std::string json, trace, trace_ranks, kernels;
+  std::string json, trace, trace_ranks, kernels, report;
   bool allow_oom = false;
   std::string fold = "assume";
   std::string solver = "fluid";
@@ -215,6 +215,15 @@ std::string trace_json(const RunReport& r, const RankRanges& keep) {
   return j.dump() + "\n";
 }
 
+std::string run_report_html(const ScenarioSpec& s, const RunReport& r) {
+  ReportPage page = report_page(s, "run");
+  page.facts.push_back({"iteration", fmt::format("{:.3f} s", r.iteration_s)});
+  page.facts.push_back({"throughput", fmt::format("{:.0f} tokens/s, {:.1f} model TFLOP/s per GPU, MFU {:.1f}%", r.tokens_per_s,
+                                                  r.model_tflops_per_gpu, 100 * r.mfu)});
+  page.runs.push_back(report_run(r, s.schedule_name));
+  return report_html(page);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
@@ -224,6 +233,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.tp=4 (repeatable)");
   cmd->add_option("--json", o->json, "write the report as JSON (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace JSON");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report: timeline, breakdown, memory, link tiers");
   cmd->add_option("--trace-ranks", o->trace_ranks, "GPUs to keep in the trace, e.g. 0-7,64 (default: all simulated)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when a stage does not fit in GPU memory")
@@ -259,9 +269,12 @@ void add_run_command(CLI::App& app) {
     // Every input is read and checked; the outputs are checked before the (long) simulation.
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
-    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement);
+    if (!o->report.empty()) check_output_path(o->report, "--report");
+    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement,
+                                     !o->report.empty());
     if (!o->json.empty()) write_json(o->json, report_json(s, r, *o));
     if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
+    if (!o->report.empty()) write_file(o->report, run_report_html(s, r), "--report");
     if (!json_to_stdout(o->json)) print_report(s, r);
   });
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "simulator/engine.hpp"
+#include "simulator/report_html.hpp"
 #include "topologies/units.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/iteration_plan.hpp"
@@ -89,6 +90,12 @@ auto named_by(const std::string& option, const std::string& path, Load load) {
     throw;
   }
 }
+
+/// The report page's title and facts for a scenario (the runs are the caller's).
+ReportPage report_page(const ScenarioSpec& s, const std::string& command);
+/// A report's run as JSON and back (report_rows.cpp): how compare's child processes hand theirs over.
+nlohmann::ordered_json report_run_json(const ReportRun& r);
+ReportRun report_run_from_json(const nlohmann::ordered_json& j);
 
 /// A command-line parse error in our words: the option it concerns and what was expected.
 struct CommandLineError {
