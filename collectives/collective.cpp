@@ -69,6 +69,8 @@ bool Algorithm::supports(Op op) const {
 
 std::optional<std::string> Algorithm::not_applicable(const Cluster&, const CollectiveRequest& request) const {
   if (!supports(request.op)) return name() + " does not implement " + to_string(request.op);
+  if (!request.protocol.name.empty() && !runs_protocol(request.protocol))
+    return name() + " runs only NCCL's Simple protocol (or ideal), not " + request.protocol.name;
   return std::nullopt;
 }
 
@@ -76,7 +78,7 @@ FlowGraph Algorithm::lower(const Router& router, const CollectiveRequest& reques
   FlowGraph graph = lower_flows(router, request);
   // Every rank of these sends as much as it receives; a broadcast's root only sends.
   check_bytes_conserved(router.cluster(), graph, name() + " " + to_string(request.op) + " lowering",
-                        request.op != Op::broadcast);
+                        request.op != Op::broadcast, combines_in_switch(request.op));
   return graph;
 }
 

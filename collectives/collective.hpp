@@ -1,6 +1,6 @@
 #pragma once
 // The collective vocabulary: operations, NCCL protocols, a request, and the pluggable algorithm
-// interface. Algorithms are registered by name (ring, tree, direct, pxn) and listed by the CLI.
+// interface. Algorithms are registered by name (registry.cpp) and listed by the CLI.
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,8 +65,18 @@ class Algorithm {
   virtual std::string description() const = 0;
   virtual std::vector<Op> ops() const = 0;
   bool supports(Op op) const;
-  /// Why this algorithm cannot run the request on this cluster; nullopt when it can.
+  /// Why this algorithm cannot run the request on this cluster; nullopt when it can. A request with a
+  /// named protocol is also checked against runs_protocol().
   virtual std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& request) const;
+  /// NCCL runs NVLS, NVLS-tree and PAT with its Simple protocol only; the others take all three.
+  virtual bool runs_protocol(const Protocol&) const { return true; }
+  /// Whether the NVSwitch reduces or multicasts in this op (NVLS): bytes are then conserved at the
+  /// NICs and fabric switches only (conservation.hpp).
+  virtual bool combines_in_switch(Op) const { return false; }
+  /// Whether a training iteration's automatic choice may pick it. The algorithms added after the
+  /// shipped scenarios were validated are offered by `clustersim collective` only, so that no
+  /// validated iteration moves (collectives/README.md).
+  virtual bool in_iteration_auto() const { return true; }
   /// The request as flows, checked to send as many bytes as it receives (conservation.hpp).
   FlowGraph lower(const Router& router, const CollectiveRequest& request) const;
 

@@ -49,6 +49,7 @@ std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const
   probe.ranks = spec.ranks;
   for (const Algorithm* a : all_algorithms()) {
     if (spec.algorithm != "auto" && a->name() != spec.algorithm) continue;
+    if (spec.algorithm == "auto" && !spec.every_algorithm && !a->in_iteration_auto()) continue;
     if (!a->not_applicable(cluster, probe)) out.push_back(a);
   }
   return out;
@@ -63,6 +64,7 @@ SweepRow best_collective(FabricEngine& engine, const Router& router, const std::
     for (const Protocol& p : protocols) {
       CollectiveRequest req = request;
       req.protocol = p;
+      if (a->not_applicable(router.cluster(), req)) continue;  // NVLS and PAT run Simple only
       const Seconds t = time_collective(engine, router, *a, req);
       if (row.time_s < 0 || t < row.time_s) {
         row.time_s = t;

@@ -21,6 +21,9 @@ struct SweepSpec {
   Op op = Op::all_reduce;
   std::vector<int> ranks;
   std::string algorithm = "auto";          // a registered name or "auto"
+  /// "auto" also tries the algorithms a training iteration leaves out (Algorithm::in_iteration_auto):
+  /// `clustersim collective` sets it; an iteration's SweepSpec keeps the default.
+  bool every_algorithm = false;
   std::optional<Protocol> protocol;        // nullopt: try LL, LL128 and Simple
   int channels = 1;
   DataType type{"float", 4};
@@ -52,7 +55,8 @@ int default_channels(const Cluster& cluster);
 Seconds time_collective(FabricEngine& engine, const Router& router, const Algorithm& algorithm,
                         const CollectiveRequest& request);
 
-/// Algorithms that can run `op` on `cluster` (the named one, or all applicable for "auto").
+/// Algorithms that can run `op` on `cluster` (the named one, or all applicable for "auto", less
+/// those kept out of iterations unless spec.every_algorithm).
 std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const SweepSpec& spec);
 
 /// The fastest applicable (algorithm, protocol) pair for one size: what `--algo auto` reports.

@@ -64,19 +64,21 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
                     fmt::format("expected at most {} GPUs for all_to_all: {} GPUs make {} transfers, more than the {} "
                                 "routed in reasonable time",
                                 max_all_to_all_ranks(), gpus, static_cast<long>(gpus) * (gpus - 1), kMaxAllToAllFlows));
+  if (o.proto != "auto") {
+    spec.protocol = find_protocol(o.proto);
+    if (!spec.protocol) throw UserError("command line", 0, "--proto", "expected auto, LL, LL128, Simple or ideal; got '" + o.proto + "'");
+  }
   if (o.algo != "auto") {
     const Algorithm* a = find_algorithm(o.algo);
     if (!a) throw UserError("command line", 0, "--algo", "expected auto or one of: " + algorithm_names() + "; got '" + o.algo + "'");
     CollectiveRequest probe;
     probe.op = spec.op;
     probe.ranks = spec.ranks;
+    if (spec.protocol) probe.protocol = *spec.protocol;
     if (auto why = a->not_applicable(cluster, probe)) throw UserError(cluster.spec.file, 0, "--algo", *why);
   }
   spec.algorithm = o.algo;
-  if (o.proto != "auto") {
-    spec.protocol = find_protocol(o.proto);
-    if (!spec.protocol) throw UserError("command line", 0, "--proto", "expected auto, LL, LL128, Simple or ideal; got '" + o.proto + "'");
-  }
+  spec.every_algorithm = true;  // auto tries the collective-only algorithms too (NVLS, PAT, ...)
   auto type = find_data_type(o.type);
   if (!type) throw UserError("command line", 0, "--dtype", "expected int8, uint8, half, bfloat16, float, int32, double or int64; got '" + o.type + "'");
   spec.type = *type;
