@@ -84,6 +84,15 @@ class Algorithm {
   virtual FlowGraph lower_flows(const Router& router, const CollectiveRequest& request) const = 0;
 };
 
+/// NCCL's channel count for one collective of `size_bytes` (src/enqueue.cc, NCCL 2.2x, ring and
+/// tree): from `max_channels` down, one fewer while size < channels x threads x threshold, where a
+/// channel runs 512 threads (LL, Simple) or 640 (LL128) and the threshold is 64 bytes a thread for
+/// Simple and 8 for LL and LL128 (ring LL: 8 x ranks; src/graph/tuning.cc). Small collectives thus
+/// run on fewer channels, down to one. Other algorithms and `ideal` keep `max_channels` (NCCL sizes
+/// NVLS by its own channel count, not by size).
+int nccl_channels_for_size(const Algorithm& algorithm, const Protocol& protocol, Bytes size_bytes, int ranks,
+                           int max_channels);
+
 const Algorithm* find_algorithm(const std::string& name);
 std::vector<const Algorithm*> all_algorithms();
 std::string algorithm_names();

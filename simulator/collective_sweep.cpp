@@ -56,7 +56,8 @@ std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const
 }
 
 SweepRow best_collective(FabricEngine& engine, const Router& router, const std::vector<const Algorithm*>& algorithms,
-                         const std::vector<Protocol>& protocols, const CollectiveRequest& request) {
+                         const std::vector<Protocol>& protocols, const CollectiveRequest& request,
+                         bool nccl_channels) {
   SweepRow row;
   row.size_bytes = request.size_bytes;
   row.time_s = -1;
@@ -65,11 +66,14 @@ SweepRow best_collective(FabricEngine& engine, const Router& router, const std::
       CollectiveRequest req = request;
       req.protocol = p;
       if (a->not_applicable(router.cluster(), req)) continue;  // NVLS and PAT run Simple only
+      if (nccl_channels)
+        req.channels = nccl_channels_for_size(*a, p, req.size_bytes, static_cast<int>(req.ranks.size()), req.channels);
       const Seconds t = time_collective(engine, router, *a, req);
       if (row.time_s < 0 || t < row.time_s) {
         row.time_s = t;
         row.algorithm = a->name();
         row.protocol = p.name;
+        row.channels = req.channels;
       }
     }
   const int n = static_cast<int>(request.ranks.size());
@@ -86,7 +90,7 @@ std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, cons
   for (Bytes requested : spec.sizes_bytes) {
     const Bytes size = aligned_size(spec.op, requested, spec.type.size_bytes, n);
     CollectiveRequest req{spec.op, spec.ranks, size, spec.channels, Protocol{}, spec.root};
-    SweepRow row = best_collective(engine, router, algorithms, protocols, req);
+    SweepRow row = best_collective(engine, router, algorithms, protocols, req, spec.nccl_channels);
     row.count = size / spec.type.size_bytes;
     rows.push_back(row);
   }

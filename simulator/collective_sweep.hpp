@@ -24,6 +24,9 @@ struct SweepSpec {
   /// "auto" also tries the algorithms a training iteration leaves out (Algorithm::in_iteration_auto):
   /// `clustersim collective` sets it; an iteration's SweepSpec keeps the default.
   bool every_algorithm = false;
+  /// `channels` is the most: ring and tree run on fewer for small sizes, as NCCL chooses them
+  /// (nccl_channels_for_size). Set by `collective` when --channels is not given.
+  bool nccl_channels = false;
   std::optional<Protocol> protocol;        // nullopt: try LL, LL128 and Simple
   int channels = 1;
   DataType type{"float", 4};
@@ -39,6 +42,7 @@ struct SweepRow {
   double busbw_GBps = 0;
   std::string algorithm;
   std::string protocol;
+  int channels = 0;  // the winner's
 };
 
 /// nccl-tests' size list: min, min*factor, ... up to max (factor 1 with step: not supported).
@@ -60,8 +64,10 @@ Seconds time_collective(FabricEngine& engine, const Router& router, const Algori
 std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const SweepSpec& spec);
 
 /// The fastest applicable (algorithm, protocol) pair for one size: what `--algo auto` reports.
+/// With `nccl_channels`, each pair runs on nccl_channels_for_size(request.channels) channels.
 SweepRow best_collective(FabricEngine& engine, const Router& router, const std::vector<const Algorithm*>& algorithms,
-                         const std::vector<Protocol>& protocols, const CollectiveRequest& request);
+                         const std::vector<Protocol>& protocols, const CollectiveRequest& request,
+                         bool nccl_channels = false);
 
 std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, const SweepSpec& spec);
 

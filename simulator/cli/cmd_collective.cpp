@@ -85,6 +85,7 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
   // NCCL opens about two channels per NIC on multi-NIC nodes; it is a knob (--channels).
   spec.channels = o.channels.empty() ? default_channels(cluster)
                                      : static_cast<int>(parse_integer(o.channels, "--channels", 1, kMaxChannels));
+  spec.nccl_channels = o.channels.empty();  // fewer for small sizes, as NCCL; --channels pins them
   const double factor = parse_number(o.factor, "-f", 1, 1e6);
   const Bytes lo = parse_size(o.begin, "-b"), hi = parse_size(o.end, "-e");
   if (lo < 1) throw UserError("command line", 0, "-b", "expected a size of at least 1 byte, got '" + o.begin + "'");
@@ -103,8 +104,9 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
 }
 
 void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
-  std::cout << fmt::format("# clustersim collective: {} on {} GPUs of {} ({}), algo {}, {} channels\n#\n", o.op,
-                           spec.ranks.size(), cluster.spec.name, cluster.spec.fabric.type, o.algo, spec.channels);
+  std::cout << fmt::format("# clustersim collective: {} on {} GPUs of {} ({}), algo {}, {}{} channels\n#\n", o.op,
+                           spec.ranks.size(), cluster.spec.name, cluster.spec.fabric.type, o.algo,
+                           spec.nccl_channels ? "up to " : "", spec.channels);
   std::cout << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "size", "count", "type",
                            "redop", "root", "time", "algbw", "busbw", "algorithm");
   std::cout << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "(B)", "(elements)", "", "", "",
@@ -152,7 +154,8 @@ nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const S
                          {"algbw_GBps", r.algbw_GBps},
                          {"busbw_GBps", r.busbw_GBps},
                          {"algorithm", r.algorithm},
-                         {"protocol", r.protocol}});
+                         {"protocol", r.protocol},
+                         {"channels", r.channels}});
   return j;
 }
 
@@ -167,7 +170,7 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--algo", o->algo, "algorithm name (see `clustersim list`) or auto");
   cmd->add_option("--proto", o->proto, "LL, LL128, Simple, ideal, or auto");
   cmd->add_option("--dtype,-d", o->type, "element type (float)");
-  cmd->add_option("--channels", o->channels, "channels, 1 to 64 (default: 2 per NIC)");
+  cmd->add_option("--channels", o->channels, "channels, 1 to 64 (default: up to 2 per NIC, fewer for small sizes as NCCL chooses)");
   cmd->add_option("-b,--minbytes", o->begin, "smallest size (8)");
   cmd->add_option("-e,--maxbytes", o->end, "largest size (8G)");
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
