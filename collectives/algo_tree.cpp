@@ -13,42 +13,10 @@
 #include <algorithm>
 
 #include "collectives/pipeline.hpp"
+#include "collectives/trees.hpp"
 
 namespace clustersim {
 namespace {
-
-/// The parent of each node in NCCL's binary tree over n nodes; the root, node 0, gets -1. A node's
-/// parent clears its lowest set bit b and sets the bit above it (the node b away on the side of
-/// that bit), or, when that node does not exist, just clears b.
-std::vector<int> nccl_btree(int n) {
-  std::vector<int> parents(static_cast<std::size_t>(n), -1);
-  for (int node = 1; node < n; ++node) {
-    const int low = node & -node;
-    const int up = (node & ~low) | (low << 1);
-    parents[static_cast<std::size_t>(node)] = up < n ? up : node & ~low;
-  }
-  return parents;
-}
-
-/// The second tree: `first` relabelled so that node i takes the place of node n-1-i (n even) or of
-/// node i-1 (n odd).
-std::vector<int> nccl_second_tree(const std::vector<int>& first) {
-  const int n = static_cast<int>(first.size());
-  auto plays = [n](int node) { return n % 2 == 0 ? n - 1 - node : (node - 1 + n) % n; };
-  auto played_by = [n](int role) { return n % 2 == 0 ? n - 1 - role : (role + 1) % n; };
-  std::vector<int> parents(first.size(), -1);
-  for (int node = 0; node < n; ++node) {
-    const int role_parent = first[static_cast<std::size_t>(plays(node))];
-    parents[static_cast<std::size_t>(node)] = role_parent < 0 ? -1 : played_by(role_parent);
-  }
-  return parents;
-}
-
-int depth(const std::vector<int>& parents, int i) {
-  int d = 0;
-  for (; parents[static_cast<std::size_t>(i)] >= 0; i = parents[static_cast<std::size_t>(i)]) ++d;
-  return d;
-}
 
 class Tree final : public Algorithm {
  public:
@@ -62,8 +30,7 @@ class Tree final : public Algorithm {
     const auto groups = ranks_by_node(router.cluster(), req.ranks);
     const int nodes = static_cast<int>(groups.size());
     const std::vector<int> first = nccl_btree(nodes), second = nccl_second_tree(first);
-    int tree_depth = 0;  // the same for both trees: one is the other relabelled
-    for (int i = 0; i < nodes; ++i) tree_depth = std::max(tree_depth, depth(first, i));
+    const int depth = tree_depth(first);  // the same for both trees: one is the other relabelled
     const double per_channel = static_cast<double>(req.size_bytes) / req.channels;
 
     for (int c = 0; c < req.channels; ++c) {
@@ -92,7 +59,7 @@ class Tree final : public Algorithm {
         (network ? inter : intra) = std::max(network ? inter : intra, p.hop_latency_s[i]);
       }
       p.add_to(graph, req.protocol.base_latency(AlgoFamily::tree) +
-                          2.0 * (static_cast<double>(longest_chain) * intra + tree_depth * inter));
+                          2.0 * (static_cast<double>(longest_chain) * intra + depth * inter));
     }
     return graph;
   }

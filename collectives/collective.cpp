@@ -61,6 +61,20 @@ std::optional<Protocol> find_protocol(const std::string& name) {
 
 Protocol ideal_protocol() { return Protocol{"ideal", 1.0, 0, 0, 0, 0}; }
 
+int nccl_channels_for_size(const Algorithm& algorithm, const Protocol& protocol, Bytes size_bytes, int ranks,
+                           int max_channels) {
+  const bool ring = algorithm.name() == "ring";
+  if (!ring && algorithm.name() != "tree") return max_channels;
+  double threads = 0, threshold_bytes = 0;
+  if (protocol.name == "Simple") threads = 512, threshold_bytes = 64;
+  else if (protocol.name == "LL") threads = 512, threshold_bytes = ring ? 8.0 * ranks : 8.0;
+  else if (protocol.name == "LL128") threads = 640, threshold_bytes = 8;
+  else return max_channels;
+  int channels = max_channels;
+  while (channels > 1 && static_cast<double>(size_bytes) < channels * threads * threshold_bytes) --channels;
+  return channels;
+}
+
 bool Algorithm::supports(Op op) const {
   for (Op o : ops())
     if (o == op) return true;
@@ -69,6 +83,8 @@ bool Algorithm::supports(Op op) const {
 
 std::optional<std::string> Algorithm::not_applicable(const Cluster&, const CollectiveRequest& request) const {
   if (!supports(request.op)) return name() + " does not implement " + to_string(request.op);
+  if (!request.protocol.name.empty() && !runs_protocol(request.protocol))
+    return name() + " runs only NCCL's Simple protocol (or ideal), not " + request.protocol.name;
   return std::nullopt;
 }
 
@@ -76,7 +92,7 @@ FlowGraph Algorithm::lower(const Router& router, const CollectiveRequest& reques
   FlowGraph graph = lower_flows(router, request);
   // Every rank of these sends as much as it receives; a broadcast's root only sends.
   check_bytes_conserved(router.cluster(), graph, name() + " " + to_string(request.op) + " lowering",
-                        request.op != Op::broadcast);
+                        request.op != Op::broadcast, combines_in_switch(request.op));
   return graph;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The collective vocabulary: operations, NCCL protocols, a request, and the pluggable algorithm
-// interface. Algorithms are registered by name (ring, tree, direct, pxn) and listed by the CLI.
+// interface. Algorithms are registered by name (registry.cpp) and listed by the CLI.
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,14 +71,33 @@ class Algorithm {
   /// Whether NCCL's protocols apply; if not (deepep's kernels are not NCCL's), it runs once, with
   /// the links' latency only.
   virtual bool uses_nccl_protocols() const { return true; }
-  /// Why this algorithm cannot run the request on this cluster; nullopt when it can.
+  /// Why this algorithm cannot run the request on this cluster; nullopt when it can. A request with a
+  /// named protocol is also checked against runs_protocol().
   virtual std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& request) const;
+  /// NCCL runs NVLS, NVLS-tree and PAT with its Simple protocol only; the others take all three.
+  virtual bool runs_protocol(const Protocol&) const { return true; }
+  /// Whether the NVSwitch reduces or multicasts in this op (NVLS): bytes are then conserved at the
+  /// NICs and fabric switches only (conservation.hpp).
+  virtual bool combines_in_switch(Op) const { return false; }
+  /// Whether a training iteration's automatic choice may pick it. The algorithms added after the
+  /// shipped scenarios were validated are offered by `clustersim collective` only, so that no
+  /// validated iteration moves (collectives/README.md).
+  virtual bool in_iteration_auto() const { return true; }
   /// The request as flows, checked to send as many bytes as it receives (conservation.hpp).
   FlowGraph lower(const Router& router, const CollectiveRequest& request) const;
 
  protected:
   virtual FlowGraph lower_flows(const Router& router, const CollectiveRequest& request) const = 0;
 };
+
+/// NCCL's channel count for one collective of `size_bytes` (src/enqueue.cc, NCCL 2.2x, ring and
+/// tree): from `max_channels` down, one fewer while size < channels x threads x threshold, where a
+/// channel runs 512 threads (LL, Simple) or 640 (LL128) and the threshold is 64 bytes a thread for
+/// Simple and 8 for LL and LL128 (ring LL: 8 x ranks; src/graph/tuning.cc). Small collectives thus
+/// run on fewer channels, down to one. Other algorithms and `ideal` keep `max_channels` (NCCL sizes
+/// NVLS by its own channel count, not by size).
+int nccl_channels_for_size(const Algorithm& algorithm, const Protocol& protocol, Bytes size_bytes, int ranks,
+                           int max_channels);
 
 const Algorithm* find_algorithm(const std::string& name);
 std::vector<const Algorithm*> all_algorithms();

@@ -21,7 +21,10 @@ VertexBytes vertex_bytes(const Cluster& cluster, const FlowGraph& graph);
 /// `each_node_balanced` (collectives in which every rank sends as much as it receives: all but
 /// broadcast), the GPUs of every node must too; per node, not per GPU, since a NIC's PCIe link is
 /// the node's attachment that every GPU using the NIC shares.
+/// With `nvswitches_combine` (NVLS: the NVSwitch reduces what GPUs send it, or multicasts one copy
+/// to many), NVSwitches and GPUs are exempt, since a reduce-scatter's switch takes in n-1 times what
+/// it sends out; NICs and fabric switches must still forward exactly what they receive.
 void check_bytes_conserved(const Cluster& cluster, const FlowGraph& graph, const std::string& lowering,
-                           bool each_node_balanced = false);
+                           bool each_node_balanced = false, bool nvswitches_combine = false);
 
 }  // namespace clustersim

@@ -61,6 +61,26 @@ void Pipeline::add_to(FlowGraph& graph, Seconds latency_s) {
   segments.clear();
 }
 
+FlowId add_barrier(FlowGraph& graph, int gpu, FlowId first) {
+  Flow barrier = timer_flow(gpu, 0);
+  for (FlowId id = first; id < static_cast<FlowId>(graph.flows.size()); ++id) barrier.after.push_back(id);
+  return graph.add(std::move(barrier));
+}
+
+FlowId append_phase(FlowGraph& graph, FlowGraph part, FlowId after) {
+  const FlowId offset = static_cast<FlowId>(graph.flows.size());
+  for (Flow& f : part.flows) {
+    for (FlowId& id : f.after) id += offset;
+    if (f.after.empty() && after >= 0) f.after.push_back(after);
+    graph.add(std::move(f));
+  }
+  return offset;
+}
+
+// Links are built GPU first (cluster.cpp), so forward is GPU -> NVSwitch.
+LinkDir gpu_to_switch(const Cluster& cluster, int gpu) { return forward(cluster.gpu_switch_link[static_cast<std::size_t>(gpu)]); }
+LinkDir switch_to_gpu(const Cluster& cluster, int gpu) { return backward(cluster.gpu_switch_link[static_cast<std::size_t>(gpu)]); }
+
 Pipeline route_pipeline(const Router& router, const std::vector<Hop>& hops, int channel, double data_bytes_per_hop,
                         const Protocol& protocol) {
   const Cluster& c = router.cluster();

@@ -45,6 +45,18 @@ struct Pipeline {
   /// Adds every segment to `graph`, each paying `latency_s` before its bytes flow.
   void add_to(FlowGraph& graph, Seconds latency_s);
 };
+/// A flow with no links, bytes or latency that ends once every flow from `first` on has: the one
+/// dependency a next phase waits on, instead of one per flow of the phase before.
+FlowId add_barrier(FlowGraph& graph, int gpu, FlowId first);
+
+/// Appends `part`'s flows to `graph` (their dependencies shifted), those that wait on nothing
+/// waiting on `after` instead, when it is >= 0. Returns the id of part's first flow in `graph`.
+FlowId append_phase(FlowGraph& graph, FlowGraph part, FlowId after);
+
+/// Where a GPU meets its node's NVSwitch: the two directions of its scale-up link.
+LinkDir gpu_to_switch(const Cluster& cluster, int gpu);
+LinkDir switch_to_gpu(const Cluster& cluster, int gpu);
+
 Pipeline route_pipeline(const Router& router, const std::vector<Hop>& hops, int channel, double data_bytes_per_hop,
                         const Protocol& protocol);
 

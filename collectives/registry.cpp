@@ -6,10 +6,19 @@ const Algorithm& ring_algorithm();
 const Algorithm& tree_algorithm();
 const Algorithm& direct_algorithm();
 const Algorithm& pxn_algorithm();
+const Algorithm& nvls_algorithm();
+const Algorithm& nvls_tree_algorithm();
+const Algorithm& pat_algorithm();
+const Algorithm& recursive_doubling_algorithm();
+const Algorithm& halving_doubling_algorithm();
+const Algorithm& hierarchical_algorithm();
 const Algorithm& deepep_algorithm();
 
 std::vector<const Algorithm*> all_algorithms() {
-  return {&ring_algorithm(), &tree_algorithm(), &direct_algorithm(), &pxn_algorithm(), &deepep_algorithm()};
+  return {&ring_algorithm(),          &tree_algorithm(),     &direct_algorithm(),
+          &pxn_algorithm(),           &nvls_algorithm(),     &nvls_tree_algorithm(),
+          &pat_algorithm(),           &halving_doubling_algorithm(), &recursive_doubling_algorithm(),
+          &hierarchical_algorithm(),   &deepep_algorithm()};
 }
 
 const Algorithm* find_algorithm(const std::string& name) {

@@ -51,13 +51,15 @@ std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const
   for (const Algorithm* a : all_algorithms()) {
     if (spec.algorithm != "auto" && a->name() != spec.algorithm) continue;
     if (spec.algorithm == "auto" && !a->chosen_by_auto()) continue;
+    if (spec.algorithm == "auto" && !spec.every_algorithm && !a->in_iteration_auto()) continue;
     if (!a->not_applicable(cluster, probe)) out.push_back(a);
   }
   return out;
 }
 
 SweepRow best_collective(FabricEngine& engine, const Router& router, const std::vector<const Algorithm*>& algorithms,
-                         const std::vector<Protocol>& protocols, const CollectiveRequest& request) {
+                         const std::vector<Protocol>& protocols, const CollectiveRequest& request,
+                         bool nccl_channels) {
   SweepRow row;
   row.size_bytes = request.size_bytes;
   row.time_s = -1;
@@ -67,11 +69,15 @@ SweepRow best_collective(FabricEngine& engine, const Router& router, const std::
     for (const Protocol& p : a->uses_nccl_protocols() ? protocols : std::vector<Protocol>{own}) {
       CollectiveRequest req = request;
       req.protocol = p;
+      if (a->not_applicable(router.cluster(), req)) continue;  // NVLS and PAT run Simple only
+      if (nccl_channels)
+        req.channels = nccl_channels_for_size(*a, p, req.size_bytes, static_cast<int>(req.ranks.size()), req.channels);
       const Seconds t = time_collective(engine, router, *a, req);
       if (row.time_s < 0 || t < row.time_s) {
         row.time_s = t;
         row.algorithm = a->name();
         row.protocol = p.name;
+        row.channels = req.channels;
       }
     }
   const int n = static_cast<int>(request.ranks.size());
@@ -88,7 +94,7 @@ std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, cons
   for (Bytes requested : spec.sizes_bytes) {
     const Bytes size = aligned_size(spec.op, requested, spec.type.size_bytes, n);
     CollectiveRequest req{spec.op, spec.ranks, size, spec.channels, Protocol{}, spec.root};
-    SweepRow row = best_collective(engine, router, algorithms, protocols, req);
+    SweepRow row = best_collective(engine, router, algorithms, protocols, req, spec.nccl_channels);
     row.count = size / spec.type.size_bytes;
     if (row.algorithm == "deepep") {
       // DeepEP's benchmark's own figures: its counted bytes over the kernel's time.

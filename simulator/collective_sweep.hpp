@@ -21,6 +21,12 @@ struct SweepSpec {
   Op op = Op::all_reduce;
   std::vector<int> ranks;
   std::string algorithm = "auto";          // a registered name or "auto"
+  /// "auto" also tries the algorithms a training iteration leaves out (Algorithm::in_iteration_auto):
+  /// `clustersim collective` sets it; an iteration's SweepSpec keeps the default.
+  bool every_algorithm = false;
+  /// `channels` is the most: ring and tree run on fewer for small sizes, as NCCL chooses them
+  /// (nccl_channels_for_size). Set by `collective` when --channels is not given.
+  bool nccl_channels = false;
   std::optional<Protocol> protocol;        // nullopt: try LL, LL128 and Simple
   int channels = 1;
   DataType type{"float", 4};
@@ -39,6 +45,7 @@ struct SweepRow {
   /// deepep only: the bandwidths DeepEP's benchmark prints (collectives/algo_deepep.hpp,
   /// deepep_counted_bytes); RDMA only across nodes.
   std::optional<double> deepep_rdma_GBps, deepep_nvl_GBps;
+  int channels = 0;  // the winner's
 };
 
 /// nccl-tests' size list: min, min*factor, ... up to max (factor 1 with step: not supported).
@@ -55,12 +62,15 @@ int default_channels(const Cluster& cluster);
 Seconds time_collective(FabricEngine& engine, const Router& router, const Algorithm& algorithm,
                         const CollectiveRequest& request);
 
-/// Algorithms that can run `op` on `cluster` (the named one, or all applicable for "auto").
+/// Algorithms that can run `op` on `cluster` (the named one, or all applicable for "auto", less
+/// those kept out of iterations unless spec.every_algorithm).
 std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const SweepSpec& spec);
 
 /// The fastest applicable (algorithm, protocol) pair for one size: what `--algo auto` reports.
+/// With `nccl_channels`, each pair runs on nccl_channels_for_size(request.channels) channels.
 SweepRow best_collective(FabricEngine& engine, const Router& router, const std::vector<const Algorithm*>& algorithms,
-                         const std::vector<Protocol>& protocols, const CollectiveRequest& request);
+                         const std::vector<Protocol>& protocols, const CollectiveRequest& request,
+                         bool nccl_channels = false);
 
 std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, const SweepSpec& spec);
 

@@ -200,6 +200,38 @@ TEST_CASE("deepep is rejected on part of a node and for other ops") {
                    "deepep does not implement all_reduce");
 }
 
+TEST_CASE("NVLS is rejected on a cluster whose NVSwitch declares no NVLink SHARP") {
+  const std::string cluster = clustersim::test::source_path(kFatTree);  // A100: NVSwitch gen 2
+  expect_cli_error("collective --cluster " + cluster + " --gpus 8 --algo nvls", cluster, "--algo",
+                   "nvls needs an NVLS-capable NVSwitch (node.scale_up.nvls: true in ");
+  expect_cli_error("collective --cluster " + cluster + " --gpus 16 --algo nvls_tree", cluster, "--algo",
+                   "nvls_tree needs an NVLS-capable NVSwitch");
+}
+
+TEST_CASE("NVLS across nodes, or under a protocol NCCL does not run it with, is rejected") {
+  const std::string cluster = clustersim::test::source_path(kSuperpod);
+  expect_cli_error("collective --cluster " + cluster + " --gpus 16 --algo nvls", cluster, "--algo",
+                   "nvls runs inside one NVSwitch domain; these 16 ranks span 2 nodes (nvls_tree crosses nodes)");
+  expect_cli_error("collective --cluster " + cluster + " --gpus 8 --algo nvls --proto LL", cluster, "--algo",
+                   "nvls runs only NCCL's Simple protocol (or ideal), not LL");
+}
+
+TEST_CASE("nvls: true on a full-mesh node is rejected at its line") {
+  expect_cluster_error({"scenarios/clusters/mi300x-cluster.yaml", "latency_us: 0.5}", "latency_us: 0.5, nvls: true}",
+                        "nvls: true", "node.scale_up.nvls"},
+                       "expected false or no nvls on a full_mesh scale-up");
+}
+
+TEST_CASE("PAT with more than one GPU per node and recursive algorithms on a group that is not a power of two are rejected") {
+  const std::string cluster = clustersim::test::source_path(kSuperpod);
+  expect_cli_error("collective --cluster " + cluster + " --gpus 16 --algo pat --op all_gather", cluster, "--algo",
+                   "pat needs one GPU per node (as NCCL enables it); these 16 ranks sit on 2 nodes");
+  expect_cli_error("collective --cluster " + cluster + " --gpus 24 --algo halving_doubling", cluster, "--algo",
+                   "halving_doubling needs a power-of-two number of ranks, not 24");
+  expect_cli_error("collective --cluster " + cluster + " --gpus 8 --algo hierarchical", cluster, "--algo",
+                   "hierarchical crosses nodes; these ranks sit in one (use ring)");
+}
+
 TEST_CASE("a size with an unknown suffix is rejected") {
   expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus 16 -b 8X",
                    "command line", "-b", "expected a size like 8, 64K, 1M or 8G, got '8X'");

@@ -4,6 +4,8 @@
 // in closed form, and the check itself catching a route with a hole.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <boost/graph/adjacency_list.hpp>
 
 #include "collectives/algo_deepep.hpp"
@@ -68,7 +70,45 @@ Bytes closed_form_receive(const Cluster& cluster, const std::string& algo, Op op
     return static_cast<Bytes>(n) * (nodes - 1) * wire_bytes(double(size) * deepep_node_hit(n, per, r), none) +
            static_cast<Bytes>(n) * (per - 1) * static_cast<Bytes>(static_cast<double>(nvlink) * factor);
   }
+  const auto ranks = static_cast<Bytes>(n);
   if (algo == "tree") return c * 2 * static_cast<Bytes>(n - 1) * wire_bytes(per_channel, p);
+  // NVLS: a flow per (shard, channel) lands on the GPUs it comes down to: all n (all-reduce), the
+  // shard's owner (reduce-scatter), the n-1 others (all-gather).
+  if (algo == "nvls") {
+    const Bytes downs = op == Op::all_reduce ? ranks : op == Op::reduce_scatter ? 1 : ranks - 1;
+    return c * ranks * downs * wire_bytes(static_cast<double>(size) / (n * channels), p);
+  }
+  const int per_node = std::min(n, cluster.gpus_per_node()), nodes = n / per_node;
+  // NVLS-tree: every GPU of every node once, and each tree edge's two ends once each.
+  if (algo == "nvls_tree")
+    return c * static_cast<Bytes>(per_node) * static_cast<Bytes>(nodes * per_node + 2 * (nodes - 1)) *
+           wire_bytes(static_cast<double>(size) / (per_node * channels), p);
+  // Steps: every rank receives one message a step.
+  auto steps = [&](const std::vector<double>& bytes) {
+    Bytes total = 0;
+    for (double b : bytes) total += c * ranks * wire_bytes(b / channels, p);
+    return total;
+  };
+  int levels = 0;
+  while ((1 << levels) < n) ++levels;
+  const double s = static_cast<double>(size);
+  if (algo == "recursive_doubling" || algo == "halving_doubling" || algo == "pat") {
+    std::vector<double> bytes;
+    for (int k = 0; k < levels; ++k) {
+      if (algo == "recursive_doubling") bytes.push_back(op == Op::all_reduce ? s : s * (1 << k) / n);
+      if (algo == "halving_doubling") bytes.push_back(s / (2 << k));
+      if (algo == "pat") bytes.push_back(std::min(1 << k, n - (1 << k)) * (s / n));
+    }
+    if (algo == "halving_doubling" && op == Op::all_reduce) bytes.insert(bytes.end(), bytes.begin(), bytes.end());
+    return steps(bytes);
+  }
+  // Hierarchical: ring reduce-scatter and all-gather in each node, ring all-reduce of S/G per rail.
+  if (algo == "hierarchical") {
+    const auto g = static_cast<Bytes>(per_node), m = static_cast<Bytes>(nodes);
+    const double rail_per_channel = static_cast<double>(size / g) / channels;
+    const Bytes in_nodes = per_node > 1 ? 2 * m * c * g * wire_bytes(per_channel * (per_node - 1.0) / per_node, p) : 0;
+    return in_nodes + g * c * m * wire_bytes(rail_per_channel * 2.0 * (nodes - 1) / nodes, p);
+  }
   if (op == Op::all_reduce) return c * hops_ring * wire_bytes(per_channel * 2.0 * (n - 1) / n, p);
   if (op == Op::all_gather || op == Op::reduce_scatter) return c * hops_ring * wire_bytes(per_channel * (n - 1.0) / n, p);
   if (op == Op::broadcast) return c * static_cast<Bytes>(n - 1) * wire_bytes(per_channel, p);
@@ -101,7 +141,7 @@ void check_every_algorithm(const Cluster& cluster, const std::vector<int>& group
                          << channels << " channels");
           FlowGraph graph;
           REQUIRE_NOTHROW(graph = a->lower(router, req));  // lower() checks conservation itself
-          CHECK_NOTHROW(check_bytes_conserved(cluster, graph, "test", op != Op::broadcast));
+          CHECK_NOTHROW(check_bytes_conserved(cluster, graph, "test", op != Op::broadcast, a->combines_in_switch(op)));
           CHECK(gpus_receive(cluster, graph) ==
                 closed_form_receive(cluster, a->name(), op, req.size_bytes, n, channels, req.protocol));
           ++lowered;

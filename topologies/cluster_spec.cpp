@@ -41,10 +41,17 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
   node.gpus = read_count(f.child("gpus"), kMaxGpusPerNode, "GPUs");
 
   YamlField up = f.child("scale_up");
-  up.expect_keys({"topology", "link_type", "bandwidth_GBps", "latency_us"});
+  up.expect_keys({"topology", "link_type", "bandwidth_GBps", "latency_us", "nvls"});
   node.scale_up = up.child("topology").as_choice({"nvswitch", "full_mesh"}) == "nvswitch" ? ScaleUp::nvswitch
                                                                                            : ScaleUp::full_mesh;
   node.scale_up_link = read_link(up, spec, "bandwidth_GBps");
+  // NVLink SHARP is a property of the switch (third-generation NVSwitch: HGX H100/H200, B200), so it
+  // is declared, not guessed from the GPU's name; a full mesh has no switch to reduce in.
+  if (auto nvls = up.find("nvls")) {
+    node.nvls = nvls->as_bool();
+    if (node.nvls && node.scale_up != ScaleUp::nvswitch)
+      nvls->fail("expected false or no nvls on a full_mesh scale-up (NVLink SHARP reduces inside an NVSwitch)");
+  }
   if (node.scale_up == ScaleUp::full_mesh && node.gpus > kMaxFullMeshGpus)
     f.child("gpus").fail("expected at most " + std::to_string(kMaxFullMeshGpus) + " GPUs in a full_mesh node (one link per pair), got " +
                          std::to_string(node.gpus));

@@ -30,6 +30,7 @@ struct NodeSpec {
   int gpus = 0;
   ScaleUp scale_up = ScaleUp::nvswitch;
   LinkSpec scale_up_link;      // nvswitch: per GPU per direction; full_mesh: per GPU pair per direction
+  bool nvls = false;           // the NVSwitch reduces and multicasts in the switch (NVLink SHARP, NVSwitch gen 3+)
   int nics = 0;
   LinkSpec nic_link;           // NIC <-> first switch
   std::vector<int> nic_gpu;    // nic_gpu[i]: the GPU NIC i sits next to

@@ -23,6 +23,13 @@ namespace clustersim::cli {
 
 namespace {
 
+std::string all_reduce_algorithms() {
+  std::string out;
+  for (const Algorithm* a : all_algorithms())
+    if (a->supports(Op::all_reduce)) out += (out.empty() ? "" : ", ") + a->name();
+  return out;
+}
+
 constexpr const char* kDefaultCluster = "scenarios/clusters/dgx-h100-superpod-16k.yaml";
 
 struct BenchOptions {
@@ -209,10 +216,13 @@ void add_bench_command(CLI::App& app) {
     if (!a || !a->supports(op))
       throw UserError("command line", 0, "--algo",
                       o->all_to_all ? "expected an all-to-all algorithm: direct or pxn"
-                                    : "expected an all-reduce algorithm: ring or tree");
-    if (o->all_to_all) {
+                                    : "expected an all-reduce algorithm: " + all_reduce_algorithms());
+    for (int n : counts) {
       CollectiveRequest probe_request;
       probe_request.op = op;
+      if (!o->all_to_all)  // all-to-alls take any group; all-reduces may not (nvls_tree, hierarchical)
+        for (int g = 0; g < n; ++g) probe_request.ranks.push_back(g);
+      probe_request.protocol = *find_protocol("Simple");
       if (auto why = a->not_applicable(probe, probe_request)) throw UserError(o->cluster, 0, "--algo", *why);
     }
     for (const std::string& r : o->routings)

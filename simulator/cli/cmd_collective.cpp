@@ -67,19 +67,21 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
                     fmt::format("expected at most {} GPUs for all_to_all: {} GPUs make {} transfers, more than the {} "
                                 "routed in reasonable time",
                                 max_all_to_all_ranks(), gpus, static_cast<long>(gpus) * (gpus - 1), kMaxAllToAllFlows));
+  if (o.proto != "auto") {
+    spec.protocol = find_protocol(o.proto);
+    if (!spec.protocol) throw UserError("command line", 0, "--proto", "expected auto, LL, LL128, Simple or ideal; got '" + o.proto + "'");
+  }
   if (o.algo != "auto") {
     const Algorithm* a = find_algorithm(o.algo);
     if (!a) throw UserError("command line", 0, "--algo", "expected auto or one of: " + algorithm_names() + "; got '" + o.algo + "'");
     CollectiveRequest probe;
     probe.op = spec.op;
     probe.ranks = spec.ranks;
+    if (spec.protocol) probe.protocol = *spec.protocol;
     if (auto why = a->not_applicable(cluster, probe)) throw UserError(cluster.spec.file, 0, "--algo", *why);
   }
   spec.algorithm = o.algo;
-  if (o.proto != "auto") {
-    spec.protocol = find_protocol(o.proto);
-    if (!spec.protocol) throw UserError("command line", 0, "--proto", "expected auto, LL, LL128, Simple or ideal; got '" + o.proto + "'");
-  }
+  spec.every_algorithm = true;  // auto tries the collective-only algorithms too (NVLS, PAT, ...)
   auto type = find_data_type(o.type);
   if (!type) throw UserError("command line", 0, "--dtype", "expected int8, uint8, half, bfloat16, float, int32, double or int64; got '" + o.type + "'");
   spec.type = *type;
@@ -88,6 +90,8 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
   spec.channels = !o.channels.empty() ? static_cast<int>(parse_integer(o.channels, "--channels", 1, kMaxChannels))
                   : o.algo == "deepep" ? DeepEpKernel{}.channels()
                                        : default_channels(cluster);
+  // Fewer for small sizes, as NCCL (not DeepEP) chooses them; --channels pins them.
+  spec.nccl_channels = o.channels.empty() && o.algo != "deepep";
   const double factor = parse_number(o.factor, "-f", 1, 1e6);
   const Bytes lo = parse_size(o.begin, "-b"), hi = parse_size(o.end, "-e");
   if (lo < 1) throw UserError("command line", 0, "-b", "expected a size of at least 1 byte, got '" + o.begin + "'");
@@ -106,8 +110,9 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
 }
 
 void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
-  std::cout << fmt::format("# clustersim collective: {} on {} GPUs of {} ({}), algo {}, {} channels\n#\n", o.op,
-                           spec.ranks.size(), cluster.spec.name, cluster.spec.fabric.type, o.algo, spec.channels);
+  std::cout << fmt::format("# clustersim collective: {} on {} GPUs of {} ({}), algo {}, {}{} channels\n#\n", o.op,
+                           spec.ranks.size(), cluster.spec.name, cluster.spec.fabric.type, o.algo,
+                           spec.nccl_channels ? "up to " : "", spec.channels);
   // deepep also prints the bandwidths DeepEP's benchmark prints, counted its way.
   const bool deepep = !rows.empty() && rows.front().deepep_nvl_GBps.has_value();
   if (deepep)
@@ -164,7 +169,7 @@ nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const S
     nlohmann::ordered_json row{{"size_bytes", r.size_bytes},   {"count", r.count},
                                {"time_us", r.time_s * 1e6},    {"algbw_GBps", r.algbw_GBps},
                                {"busbw_GBps", r.busbw_GBps},   {"algorithm", r.algorithm},
-                               {"protocol", r.protocol}};
+                               {"protocol", r.protocol},       {"channels", r.channels}};
     if (r.deepep_nvl_GBps) row["deepep_nvl_GBps"] = *r.deepep_nvl_GBps;
     if (r.deepep_rdma_GBps) row["deepep_rdma_GBps"] = *r.deepep_rdma_GBps;
     j["rows"].push_back(std::move(row));
@@ -207,7 +212,7 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--algo", o->algo, "algorithm name (see `clustersim list`) or auto");
   cmd->add_option("--proto", o->proto, "LL, LL128, Simple, ideal, or auto");
   cmd->add_option("--dtype,-d", o->type, "element type (float)");
-  cmd->add_option("--channels", o->channels, "channels, 1 to 64 (default: 2 per NIC; deepep: 10, two SMs each)");
+  cmd->add_option("--channels", o->channels, "channels, 1 to 64 (default: up to 2 per NIC, fewer for small sizes as NCCL chooses; deepep: 10, two SMs each)");
   cmd->add_option("-b,--minbytes", o->begin, "smallest size (8)");
   cmd->add_option("-e,--maxbytes", o->end, "largest size (8G)");
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");

@@ -53,7 +53,8 @@ void add_list_command(CLI::App& app) {
     for (const Algorithm* a : all_algorithms()) {
       std::string ops;
       for (Op op : a->ops()) ops += (ops.empty() ? "" : ", ") + std::string(to_string(op));
-      std::cout << fmt::format("  {:<8} {}  [{}]\n", a->name(), a->description(), ops);
+      std::cout << fmt::format("  {:<18} {}  [{}{}]\n", a->name(), a->description(), ops,
+                               a->in_iteration_auto() ? "" : "; not in iterations' auto");
     }
     std::cout << "protocols:\n";
     for (const Protocol& p : nccl_protocols())

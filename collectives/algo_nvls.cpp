@@ -1,0 +1,188 @@
+// NVLink SHARP (NVLS): the third-generation NVSwitch (HGX H100/H200, B200) reduces in the switch
+// (multimem.ld_reduce: the switch fetches one address from every GPU and returns the sum) and
+// multicasts (multimem.st: one store lands on every GPU), NCCL >= 2.17. A GPU's NVLink then carries
+// its buffer up once and the result down once, where a ring carries 2(n-1)/n of it each way.
+//
+// Lowering: one flow per (shard, channel) that lists the links the shard crosses, each once, so
+// max-min loads every link exactly as the switch would:
+//   all-reduce      shard j goes up from every GPU and comes down to every GPU. Shard j's owner
+//                   pulls the others' partial sums (up from i != j, down to j), adds its own and
+//                   multicasts the result (up from j, down to i != j): S up and S down per GPU.
+//   reduce-scatter  up from i != j, down to j: (n-1)/n of S up, S/n down per GPU.
+//   all-gather      up from j, down to i != j: S/n up, (n-1)/n of S down per GPU.
+// Reduce-scatter and all-gather thus move as many bytes over the busiest direction as the ring
+// does (NCCL's tuner scales their NVLS bandwidth by (n-1)/n, src/graph/tuning.cc); they gain the
+// single step's latency, not bandwidth.
+//
+// nvls_tree (NCCL's NVLS_TREE, all-reduce across nodes): inside each node as above, and between
+// nodes shard j is all-reduced by the GPUs of local index j over their own NICs on NCCL's double
+// binary tree (trees.hpp; even channels on one tree, odd on the other), reduce up and broadcast
+// down pipelined together. One flow per (shard, channel) spans every node, cut into segments of at
+// most kNodesPerSegment nodes (each segment with the channel's bytes, as kMaxHopsPerFlow does).
+//
+// Latency is NCCL's cost model (src/graph/tuning.cc, NCCL 2.2x): NVLS and NVLS_TREE run the Simple
+// protocol only; base latency 0, NVLink NVLS hop 25 us, network NVLS_TREE hop 20.9 us; NVLS costs
+// one NVLink hop, NVLS_TREE one plus 2 log2(nodes) network hops. Plus the links' own latencies.
+#include <algorithm>
+
+#include "collectives/pipeline.hpp"
+#include "collectives/trees.hpp"
+
+namespace clustersim {
+namespace {
+
+constexpr Seconds kNvlsNvlinkLatency_s = 25e-6;    // hwLatencies[NVLINK][NVLS][Simple]
+constexpr Seconds kNvlsTreeNetLatency_s = 20.9e-6; // hwLatencies[NET][NVLS_TREE][Simple]
+constexpr std::size_t kNodesPerSegment = 64;
+
+bool simple_or_ideal(const Protocol& p) { return p.name == "Simple" || p.name == "ideal"; }
+
+/// The node's scale-up links a shard crosses, in the order the data moves.
+void add_in_node_links(const Cluster& c, Op op, const std::vector<int>& gpus, std::size_t j, std::vector<LinkDir>& links) {
+  const bool reduce = op == Op::all_reduce || op == Op::reduce_scatter;
+  const bool multicast = op == Op::all_reduce || op == Op::all_gather;
+  if (reduce) {
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+      if (i != j) links.push_back(gpu_to_switch(c, gpus[i]));
+    links.push_back(switch_to_gpu(c, gpus[j]));
+  }
+  if (multicast) {
+    links.push_back(gpu_to_switch(c, gpus[j]));
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+      if (i != j) links.push_back(switch_to_gpu(c, gpus[i]));
+  }
+}
+
+/// A GPU's way up to the switch and back down: the latency of one NVLS step on its links.
+Seconds in_node_link_latency(const Cluster& c, int gpu) {
+  return c.links[static_cast<std::size_t>(link_of(gpu_to_switch(c, gpu)))].latency_s * 2;
+}
+
+std::optional<std::string> no_nvls(const Cluster& cluster, const std::string& name) {
+  if (cluster.spec.node.scale_up != ScaleUp::nvswitch || !cluster.spec.node.nvls)
+    return name + " needs an NVLS-capable NVSwitch (node.scale_up.nvls: true in " + cluster.spec.file +
+           "; third-generation NVSwitch: H100, H200, B200); " + cluster.spec.name + " declares none";
+  return std::nullopt;
+}
+
+class Nvls final : public Algorithm {
+ public:
+  std::string name() const override { return "nvls"; }
+  std::string description() const override {
+    return "NVLink SHARP: reduce and multicast in the NVSwitch, inside one node (node.scale_up.nvls)";
+  }
+  std::vector<Op> ops() const override { return {Op::all_reduce, Op::reduce_scatter, Op::all_gather}; }
+  bool runs_protocol(const Protocol& p) const override { return simple_or_ideal(p); }
+  bool combines_in_switch(Op op) const override { return op != Op::all_reduce; }
+  bool in_iteration_auto() const override { return false; }
+
+  std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& req) const override {
+    if (auto why = Algorithm::not_applicable(cluster, req)) return why;
+    if (auto why = no_nvls(cluster, name())) return why;
+    const std::size_t nodes = ranks_by_node(cluster, req.ranks).size();
+    if (nodes > 1)
+      return "nvls runs inside one NVSwitch domain; these " + std::to_string(req.ranks.size()) + " ranks span " +
+             std::to_string(nodes) + " nodes (nvls_tree crosses nodes)";
+    return std::nullopt;
+  }
+
+  FlowGraph lower_flows(const Router& router, const CollectiveRequest& req) const override {
+    FlowGraph graph;
+    const Cluster& c = router.cluster();
+    const std::size_t n = req.ranks.size();
+    if (n < 2) return graph;
+    const double shard = static_cast<double>(req.size_bytes) / static_cast<double>(n * static_cast<std::size_t>(req.channels));
+    const Seconds protocol = req.protocol.name == "Simple" ? kNvlsNvlinkLatency_s : 0;
+    for (int ch = 0; ch < req.channels; ++ch)
+      for (std::size_t j = 0; j < n; ++j) {
+        Flow f;
+        f.src_gpu = req.ranks[j];
+        f.dst_gpu = req.ranks[(j + 1) % n];
+        add_in_node_links(c, req.op, req.ranks, j, f.links);
+        f.size_bytes = wire_bytes(shard, req.protocol);
+        f.latency_s = protocol + in_node_link_latency(c, req.ranks[j]);
+        graph.add(std::move(f));
+      }
+    return graph;
+  }
+};
+
+class NvlsTree final : public Algorithm {
+ public:
+  std::string name() const override { return "nvls_tree"; }
+  std::string description() const override {
+    return "NVLS inside each node, NCCL's double binary tree across nodes per NIC rail";
+  }
+  std::vector<Op> ops() const override { return {Op::all_reduce}; }
+  bool runs_protocol(const Protocol& p) const override { return simple_or_ideal(p); }
+  bool in_iteration_auto() const override { return false; }
+
+  std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& req) const override {
+    if (auto why = Algorithm::not_applicable(cluster, req)) return why;
+    if (auto why = no_nvls(cluster, name())) return why;
+    const auto groups = ranks_by_node(cluster, req.ranks);
+    if (groups.size() < 2) return "nvls_tree crosses nodes; these ranks sit in one (use nvls)";
+    for (const auto& g : groups)
+      if (g.size() != groups.front().size() || g.size() < 2)
+        return "nvls_tree needs the same number (2 or more) of ranks on every node";
+    return std::nullopt;
+  }
+
+  FlowGraph lower_flows(const Router& router, const CollectiveRequest& req) const override {
+    FlowGraph graph;
+    const Cluster& c = router.cluster();
+    const auto groups = ranks_by_node(c, req.ranks);
+    const std::size_t nodes = groups.size(), per_node = groups.front().size();
+    const std::vector<int> first = nccl_btree(static_cast<int>(nodes)), second = nccl_second_tree(first);
+    const int depth = tree_depth(first);
+    const double shard = static_cast<double>(req.size_bytes) / static_cast<double>(per_node * static_cast<std::size_t>(req.channels));
+    const bool simple = req.protocol.name == "Simple";
+    for (int ch = 0; ch < req.channels; ++ch) {
+      const std::vector<int>& parents = ch % 2 == 0 ? first : second;
+      for (std::size_t j = 0; j < per_node; ++j) {
+        std::vector<Flow> segments;
+        Seconds edge_latency = 0;
+        for (std::size_t k = 0; k < nodes; ++k) {
+          if (k % kNodesPerSegment == 0) {
+            segments.emplace_back();
+            segments.back().src_gpu = groups[k][j];
+            segments.back().dst_gpu = groups[k][(j + 1) % per_node];
+          }
+          std::vector<LinkDir>& links = segments.back().links;
+          add_in_node_links(c, Op::all_reduce, groups[k], j, links);
+          const int parent = parents[k];
+          if (parent < 0) continue;
+          // The edge to the parent, up (reduce) and down (broadcast), on rail j's NICs.
+          const int child_gpu = groups[k][j], parent_gpu = groups[static_cast<std::size_t>(parent)][j];
+          for (auto [from, to] : {std::pair{child_gpu, parent_gpu}, std::pair{parent_gpu, child_gpu}}) {
+            const Route r = router.route(from, to, flow_hash(from, to, ch));
+            links.insert(links.end(), r.links.begin(), r.links.end());
+            edge_latency = std::max(edge_latency, r.latency_s);
+          }
+        }
+        const Seconds latency = (simple ? kNvlsNvlinkLatency_s + 2.0 * depth * kNvlsTreeNetLatency_s : 0) +
+                                2 * in_node_link_latency(c, groups[0][j]) + 2.0 * depth * edge_latency;
+        for (Flow& f : segments) {
+          f.size_bytes = wire_bytes(shard, req.protocol);
+          f.latency_s = latency;
+          graph.add(std::move(f));
+        }
+      }
+    }
+    return graph;
+  }
+};
+
+}  // namespace
+
+const Algorithm& nvls_algorithm() {
+  static Nvls instance;
+  return instance;
+}
+
+const Algorithm& nvls_tree_algorithm() {
+  static NvlsTree instance;
+  return instance;
+}
+
+}  // namespace clustersim
