@@ -16,6 +16,29 @@
 
 namespace clustersim::test {
 
+const char* const kSmallFatTreeYaml = R"(
+name: small-fat-tree
+gpu: H100-SXM
+link_types:
+  nvlink: {bandwidth_efficiency: 1.0}
+  net: {bandwidth_efficiency: 0.5}
+  pcie: {bandwidth_efficiency: 1.0}
+node:
+  gpus: 1
+  scale_up: {topology: nvswitch, link_type: nvlink, bandwidth_GBps: 400, latency_us: 0.1}
+  nics: {count: 1, link_type: net, bandwidth_Gbps: 400, latency_us: 0.7, gpus: [0]}
+  pcie: {link_type: pcie, bandwidth_GBps: 30, latency_us: 0.4}
+fabric:
+  type: fat_tree
+  nodes: 4
+  link_type: net
+  bandwidth_Gbps: 400
+  latency_us: 0.3
+  tiers:
+    - {radix: 4, oversubscription: 1}
+    - {radix: 2}
+)";
+
 std::string source_path(const std::string& relative) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/" + relative; }
 
 const Cluster& shipped_cluster(const std::string& relative) {

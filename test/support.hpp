@@ -29,6 +29,11 @@ ModelSpec shipped_model(const std::string& name);
 /// |got - want| / want.
 double relative_error(double got, double want);
 
+/// Two-tier fat tree: leaves of 4 ports (2 down, 2 up), spines of 2 ports, so nodes 0,1 sit on
+/// leaf 0, nodes 2,3 on leaf 1, and each leaf has one link to each of two spines. One GPU and one
+/// NIC per node; link rates differ so the bottleneck is unambiguous.
+extern const char* const kSmallFatTreeYaml;
+
 /// A cluster from YAML text (named `name` in errors).
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name = "test.yaml");
 

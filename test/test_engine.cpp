@@ -14,31 +14,8 @@ using namespace clustersim;
 
 namespace {
 
-// Two-tier fat-tree: leaves of 4 ports (2 down, 2 up), spines of 2 ports, so nodes 0,1 sit on leaf 0,
-// nodes 2,3 on leaf 1, and each leaf has one link to each of two spines. One GPU and one NIC per
-// node. Link rates differ so the bottleneck is unambiguous.
-const char* kSmallFatTree = R"(
-name: small-fat-tree
-gpu: H100-SXM
-link_types:
-  nvlink: {bandwidth_efficiency: 1.0}
-  net: {bandwidth_efficiency: 0.5}
-  pcie: {bandwidth_efficiency: 1.0}
-node:
-  gpus: 1
-  scale_up: {topology: nvswitch, link_type: nvlink, bandwidth_GBps: 400, latency_us: 0.1}
-  nics: {count: 1, link_type: net, bandwidth_Gbps: 400, latency_us: 0.7, gpus: [0]}
-  pcie: {link_type: pcie, bandwidth_GBps: 30, latency_us: 0.4}
-fabric:
-  type: fat_tree
-  nodes: 4
-  link_type: net
-  bandwidth_Gbps: 400
-  latency_us: 0.3
-  tiers:
-    - {radix: 4, oversubscription: 1}
-    - {radix: 2}
-)";
+// Four one-GPU nodes, two on each leaf of a two-tier fat tree (support.hpp).
+const char* kSmallFatTree = clustersim::test::kSmallFatTreeYaml;
 
 Flow flow_along(const Route& r, int src, int dst, Bytes size) {
   Flow f;

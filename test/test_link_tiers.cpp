@@ -13,28 +13,7 @@ using namespace clustersim;
 namespace {
 
 // Four nodes of one GPU and one NIC; leaves of 2 nodes with one link to each of 2 spines.
-const char* kFatTree = R"(
-name: tiers
-gpu: H100-SXM
-link_types:
-  nvlink: {bandwidth_efficiency: 1.0}
-  net: {bandwidth_efficiency: 0.5}
-  pcie: {bandwidth_efficiency: 1.0}
-node:
-  gpus: 1
-  scale_up: {topology: nvswitch, link_type: nvlink, bandwidth_GBps: 400, latency_us: 0.1}
-  nics: {count: 1, link_type: net, bandwidth_Gbps: 400, latency_us: 0.7, gpus: [0]}
-  pcie: {link_type: pcie, bandwidth_GBps: 30, latency_us: 0.4}
-fabric:
-  type: fat_tree
-  nodes: 4
-  link_type: net
-  bandwidth_Gbps: 400
-  latency_us: 0.3
-  tiers:
-    - {radix: 4, oversubscription: 1}
-    - {radix: 2}
-)";
+const char* kFatTree = clustersim::test::kSmallFatTreeYaml;
 
 const LinkTierLoad& tier(const std::vector<LinkTierLoad>& rows, const std::string& name) {
   for (const LinkTierLoad& r : rows)
