@@ -16,6 +16,19 @@
 
 namespace clustersim::test {
 
+const char* const kUniformSwitchYaml = R"(
+name: uniform-switch
+gpu: H100-SXM
+link_types:
+  ideal: {bandwidth_efficiency: 1.0}
+node:
+  gpus: 8
+  scale_up: {topology: nvswitch, link_type: ideal, bandwidth_GBps: 100, latency_us: 1}
+  nics: {count: 1, link_type: ideal, bandwidth_Gbps: 400, latency_us: 1, gpus: [0]}
+  pcie: {link_type: ideal, bandwidth_GBps: 64, latency_us: 0.5}
+fabric: {type: single_switch, nodes: 1, link_type: ideal, bandwidth_Gbps: 400, latency_us: 1}
+)";
+
 const char* const kSmallFatTreeYaml = R"(
 name: small-fat-tree
 gpu: H100-SXM

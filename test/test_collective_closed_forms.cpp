@@ -15,18 +15,7 @@ constexpr int kGpus = 8;
 constexpr double kBandwidth = 100e9;   // B, bytes/s
 constexpr double kHopLatency = 2e-6;   // a, two links of 1 us
 
-const char* kUniformSwitch = R"(
-name: uniform-switch
-gpu: H100-SXM
-link_types:
-  ideal: {bandwidth_efficiency: 1.0}
-node:
-  gpus: 8
-  scale_up: {topology: nvswitch, link_type: ideal, bandwidth_GBps: 100, latency_us: 1}
-  nics: {count: 1, link_type: ideal, bandwidth_Gbps: 400, latency_us: 1, gpus: [0]}
-  pcie: {link_type: ideal, bandwidth_GBps: 64, latency_us: 0.5}
-fabric: {type: single_switch, nodes: 1, link_type: ideal, bandwidth_Gbps: 400, latency_us: 1}
-)";
+const char* kUniformSwitch = clustersim::test::kUniformSwitchYaml;
 
 Seconds simulate(Op op, const char* algorithm, Bytes size, int channels = 1) {
   static const Cluster cluster = test::cluster_from_yaml(kUniformSwitch);

@@ -22,18 +22,7 @@ namespace {
 constexpr double kBandwidth = 100e9;  // NVLink, B
 constexpr double kHopLatency = 2e-6;  // GPU to GPU through the NVSwitch, a
 
-const char* kUniformSwitch = R"(
-name: uniform-switch
-gpu: H100-SXM
-link_types:
-  ideal: {bandwidth_efficiency: 1.0}
-node:
-  gpus: 8
-  scale_up: {topology: nvswitch, link_type: ideal, bandwidth_GBps: 100, latency_us: 1}
-  nics: {count: 1, link_type: ideal, bandwidth_Gbps: 400, latency_us: 1, gpus: [0]}
-  pcie: {link_type: ideal, bandwidth_GBps: 64, latency_us: 0.5}
-fabric: {type: single_switch, nodes: 1, link_type: ideal, bandwidth_Gbps: 400, latency_us: 1}
-)";
+const char* kUniformSwitch = clustersim::test::kUniformSwitchYaml;
 
 // GPUs a node on one switch, a 400 Gb/s NIC (50 GB/s) each. A hop between nodes: PCIe, NIC
 // port, NIC port, PCIe.
