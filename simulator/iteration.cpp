@@ -1,13 +1,11 @@
 #include "simulator/iteration.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
-#include <unordered_map>
 
 #include "simulator/breakdown_check.hpp"
 #include "simulator/fold.hpp"
@@ -130,14 +128,8 @@ class IterationBuilder {
   }
 
   /// The route a pipeline transfer takes: one connection per GPU pair, as NCCL keeps one per peer,
-  /// so every microbatch hashes onto the same path.
-  /// Routed once per GPU pair: every microbatch's transfer between the two takes it.
-  const Route& transfer_route(int src, int dst) const {
-    const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32 | static_cast<std::uint32_t>(dst);
-    auto [it, fresh] = transfer_routes_.try_emplace(key);
-    if (fresh) it->second = router_.route(src, dst, flow_hash(src, dst, 0));
-    return it->second;
-  }
+  /// so every microbatch hashes onto the same path (a training run's router keeps it, routed once).
+  Route transfer_route(int src, int dst) const { return router_.route(src, dst, flow_hash(src, dst, 0)); }
 
   /// The job's traffic other than TP collectives, as the fold and the isolation proof see it:
   /// each replica's own flows (every GPU's pipeline transfers, the syncs inside it) and the
@@ -151,8 +143,8 @@ class IterationBuilder {
       std::vector<OwnFlow>& own = in.copies.emplace_back();
       for (int m = 0; m < members(); ++m) {
         for (const auto& [a, b] : pairs) {
-          const Route& r = transfer_route(gpu(d, a, m), gpu(d, b, m));
-          own.push_back({r.links, r.latency_s, 0});
+          Route r = transfer_route(gpu(d, a, m), gpu(d, b, m));
+          own.push_back({std::move(r.links), r.latency_s, 0});
         }
         for (const auto& [a, b] : syncs)
           for (Flow& f : ring_flows(Op::all_reduce, {gpu(d, a, m), gpu(d, b, m)}, 1 << 20).flows)
@@ -363,10 +355,10 @@ class IterationBuilder {
         if (plan_.free_communication || src == dst || bytes == 0) {
           f = timer_flow(dst, 0);
         } else {
-          const Route& r = transfer_route(src, dst);
+          Route r = transfer_route(src, dst);
           f.src_gpu = src;
           f.dst_gpu = dst;
-          f.links = r.links;
+          f.links = std::move(r.links);
           f.size_bytes = bytes;
           f.latency_s = r.latency_s;
           if (replica == 0 && m == 0) pp_bytes_ += bytes;
@@ -718,7 +710,6 @@ class IterationBuilder {
   std::vector<std::vector<std::vector<int>>> dp_groups_, expert_groups_;  // [rank] -> groups
   std::vector<int> simulated_;  // the replicas the engine runs; the rest fold onto them
   std::vector<Step> steps_;
-  mutable std::unordered_map<std::uint64_t, Route> transfer_routes_;  // (src << 32 | dst) -> route
   std::map<PassKey, PassTasks> passes_;
   std::vector<std::vector<std::pair<int, int>>> holders_;  // model stage -> (rank, chunk) slots holding it
   std::map<std::tuple<int, int, int>, FlowId> last_of_chunk_;  // (replica, rank, chunk) -> last step of its last pass
