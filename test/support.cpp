@@ -16,6 +16,16 @@
 
 namespace clustersim::test {
 
+CollectiveRequest request(Op op, int n, Bytes size, int channels, const char* protocol) {
+  CollectiveRequest req;
+  req.op = op;
+  for (int g = 0; g < n; ++g) req.ranks.push_back(g);
+  req.size_bytes = size;
+  req.channels = channels;
+  req.protocol = *find_protocol(protocol);
+  return req;
+}
+
 const char* const kUniformSwitchYaml = R"(
 name: uniform-switch
 gpu: H100-SXM

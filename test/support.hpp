@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collectives/collective.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/gpu_catalog.hpp"
@@ -37,6 +38,9 @@ extern const char* const kSmallFatTreeYaml;
 /// One node of 8 GPUs on an NVSwitch whose links all run at 100 GB/s with 1 us latency (a GPU to
 /// GPU hop: 2 us), every efficiency 1: collectives' closed forms read straight off it.
 extern const char* const kUniformSwitchYaml;
+
+/// A collective over ranks 0 .. n-1 of `size` bytes on `channels` channels under `protocol`.
+CollectiveRequest request(Op op, int n, Bytes size, int channels, const char* protocol = "ideal");
 
 /// A cluster from YAML text (named `name` in errors).
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name = "test.yaml");

@@ -47,15 +47,7 @@ fabric: {type: single_switch, nodes: )" + std::to_string(nodes) + R"(, link_type
 )";
 }
 
-CollectiveRequest request(Op op, int n, Bytes size, int channels, const char* protocol = "ideal") {
-  CollectiveRequest req;
-  req.op = op;
-  for (int g = 0; g < n; ++g) req.ranks.push_back(g);
-  req.size_bytes = size;
-  req.channels = channels;
-  req.protocol = *find_protocol(protocol);
-  return req;
-}
+using clustersim::test::request;  // ranks 0 .. n-1 (support.hpp)
 
 Seconds in_node(Op op, const char* algorithm, Bytes size, int channels = 1) {
   static const Cluster cluster = test::cluster_from_yaml(kUniformSwitch);
