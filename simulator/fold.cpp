@@ -51,6 +51,8 @@ class Matcher {
 
   /// Whether replica d's own flows are an exact image of replica s's.
   bool same_as(int d, int s) const {
+    if (!in_.speeds.empty() && in_.speeds[static_cast<std::size_t>(d)] != in_.speeds[static_cast<std::size_t>(s)])
+      return false;
     const auto& a = in_.copies[static_cast<std::size_t>(s)];
     const auto& b = in_.copies[static_cast<std::size_t>(d)];
     if (a.size() != b.size()) return false;

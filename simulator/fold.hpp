@@ -10,7 +10,8 @@
 // Then max-min gives d's flows the same rates as s's at every instant: each own link of d sees
 // exactly what its image sees, and a shared flow, frozen at the tightest link it crosses, finds
 // that link among s's, whose load folding leaves untouched. Anything that breaks the symmetry
-// (an ECMP hash that puts two replicas' transfers on one uplink, a link of another capacity)
+// (an ECMP hash that puts two replicas' transfers on one uplink, a link of another capacity, a GPU
+// of another speed)
 // leaves the replica unfolded.
 #include <optional>
 #include <string>
@@ -33,6 +34,10 @@ struct FoldInput {
   std::vector<std::vector<OwnFlow>> copies;
   /// Flows that cross several replicas: the links each one crosses.
   std::vector<std::vector<LinkDir>> shared;
+  /// speeds[replica][rank]: the compute speed of each of the replica's units (variability);
+  /// empty when every GPU computes as calibrated. A replica folds only onto one of equal speeds:
+  /// a slower GPU runs its steps later, which no mapping of links makes up for.
+  std::vector<std::vector<double>> speeds;
 };
 
 struct Folding {

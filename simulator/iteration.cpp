@@ -73,6 +73,21 @@ class IterationBuilder {
   /// whole-cluster replay.
   int own_members() const { return plan_.fold == FoldMode::assume ? 1 : members(); }
   std::size_t unit(int replica, int rank) const { return static_cast<std::size_t>(replica * ranks() + rank); }
+  /// The speed a unit computes at: its GPUs run in lockstep (TP and CP collectives every layer),
+  /// so its slowest GPU's.
+  double unit_speed(int replica, int rank) const {
+    if (plan_.gpu_speed.empty()) return 1;
+    double slowest = 1;
+    for (int g : units_[unit(replica, rank)]) slowest = std::min(slowest, plan_.gpu_speed.at(static_cast<std::size_t>(g)));
+    return slowest;
+  }
+  /// Each unit's speed of a replica, by rank; empty when every GPU computes as calibrated.
+  std::vector<double> replica_speeds(int replica) const {
+    std::vector<double> out;
+    if (plan_.gpu_speed.empty()) return out;
+    for (int r = 0; r < ranks(); ++r) out.push_back(unit_speed(replica, r));
+    return out;
+  }
 
   /// A hand-built plan (tests) names one GPU per rank and one data-parallel group: one replica.
   void normalise_layout() {
@@ -138,6 +153,8 @@ class IterationBuilder {
     FoldInput in;
     in.replicas = replicas_;
     if (plan_.free_communication || plan_.fold == FoldMode::assume) return in;
+    if (!plan_.gpu_speed.empty())
+      for (int d = 0; d < replicas_; ++d) in.speeds.push_back(replica_speeds(d));
     const auto pairs = transfer_pairs(), syncs = sync_pairs();
     for (int d = 0; d < replicas_; ++d) {
       std::vector<OwnFlow>& own = in.copies.emplace_back();
@@ -262,8 +279,16 @@ class IterationBuilder {
   /// another simulated replica's (fold.hpp).
   void fold(const FoldInput& in) {
     simulated_ = {0};
-    // Nothing on the fabric, every replica runs the same steps; or folded without proof.
-    if (plan_.free_communication || plan_.fold == FoldMode::assume || replicas_ < 2) return;
+    if (plan_.fold == FoldMode::assume || replicas_ < 2) return;  // folded without proof
+    if (plan_.free_communication) {  // nothing on the fabric: replicas differ only in their speeds
+      std::vector<std::vector<double>> seen{replica_speeds(0)};
+      for (int d = 1; d < replicas_; ++d)
+        if (std::find(seen.begin(), seen.end(), replica_speeds(d)) == seen.end()) {
+          seen.push_back(replica_speeds(d));
+          simulated_.push_back(d);
+        }
+      return;
+    }
     const Folding folding = fold_replicas(router_.cluster(), in, plan_.fold);
     if (plan_.fold == FoldMode::all && folding.simulated_replicas > 1)
       throw UserError("command line", 0, "--fold",
@@ -289,13 +314,14 @@ class IterationBuilder {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const PassOp& op = ops[i];
       const int stage = plan_.schedule->chunk_stage(shape, rank, op.chunk);
-      const PassShape* ps = &times_.pass(rank, stage, op.kind);
+      const double speed = unit_speed(replica, rank);
+      const PassShape* ps = &times_.slowed(times_.pass(rank, stage, op.kind), speed);
       std::optional<PassOp> partner;
       int partner_stage = -1;
       if (op.overlap_next && i + 1 < ops.size()) {
         partner = ops[++i];
         partner_stage = plan_.schedule->chunk_stage(shape, rank, partner->chunk);
-        ps = &times_.overlapped(*ps, times_.pass(rank, partner_stage, partner->kind));
+        ps = &times_.overlapped(*ps, times_.slowed(times_.pass(rank, partner_stage, partner->kind), speed));
       }
       std::vector<FlowId> after;
       if (previous >= 0) after.push_back(previous);
@@ -555,7 +581,7 @@ class IterationBuilder {
     }
     std::vector<FlowId> optimizers;
     for (int d : simulated_) {
-      Flow opt = timer_flow(gpu(d, rank, 0), plan_.optimizer_s);
+      Flow opt = timer_flow(gpu(d, rank, 0), plan_.optimizer_s / unit_speed(d, rank));
       opt.after = {rank_last_[unit(d, rank)]};
       opt.after.insert(opt.after.end(), extra_waits_[unit(d, rank)].begin(), extra_waits_[unit(d, rank)].end());
       opt.after.insert(opt.after.end(), reduced.begin(), reduced.end());
@@ -660,10 +686,10 @@ class IterationBuilder {
       RankBreakdown& b = result.ranks[r];
       const Seconds opt_end = finish[optimizer_[unit(shown, r)]];
       const Seconds end = finish[rank_end_[unit(shown, r)]];
-      b.optimizer_s = plan_.optimizer_s;
-      b.dp_exposed_s += (opt_end - plan_.optimizer_s - free_at[r]) + (end - opt_end);
+      b.optimizer_s = plan_.optimizer_s / unit_speed(shown, r);
+      b.dp_exposed_s += (opt_end - b.optimizer_s - free_at[r]) + (end - opt_end);
       b.other_idle_s = result.iteration_s - end;
-      result.events.push_back({gpu(shown, r, 0), "compute", "optimizer step", opt_end - plan_.optimizer_s, opt_end});
+      result.events.push_back({gpu(shown, r, 0), "compute", "optimizer step", opt_end - b.optimizer_s, opt_end});
       const auto& dp = dp_flows_[static_cast<std::size_t>(r)];
       if (!dp.empty()) {
         Seconds first = result.iteration_s, last = 0;

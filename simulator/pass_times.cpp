@@ -166,6 +166,24 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
   return shapes_.emplace(key, std::move(shape)).first->second;
 }
 
+const PassShape& PassTimes::slowed(const PassShape& shape, double speed) {
+  if (speed == 1) return shape;
+  auto key = std::make_pair(&shape, speed);
+  if (auto it = slowed_.find(key); it != slowed_.end()) return it->second;
+  PassShape out;
+  for (Part part : shape.parts) {
+    if (!is_wait(part.kind)) {
+      part.duration_s /= speed;
+    } else if (part.tp_collective >= 0) {
+      part.hidden_s /= speed;
+      part.duration_s = std::max(0.0, choice(part.tp_collective).alone_s - part.hidden_s);
+    }
+    out.duration_s += part.duration_s;
+    out.parts.push_back(std::move(part));
+  }
+  return slowed_.emplace(key, std::move(out)).first->second;
+}
+
 /// An overlapped F&B unit (DualPipe): one microbatch's forward and another's backward on the
 /// same GPU. Their compute shares the SMs, so it adds up; each pass's blocking communication
 /// hides under the other's compute, so what shows is max(F compute, B comm) + max(B compute, F

@@ -63,6 +63,11 @@ class PassTimes {
   const PassShape& pass(int rank, int stage, PassKind kind);
   /// An overlapped F&B unit (DualPipe) of a forward and a backward shape.
   const PassShape& overlapped(const PassShape& f, const PassShape& b);
+  /// `shape` on a unit whose GPUs compute at `speed` of the catalog's (workloads/variability.hpp):
+  /// its compute parts (interference included) take 1/speed as long, and a TP collective hidden
+  /// under compute is hidden by that compute as it now runs; other waits (all-to-alls, ring
+  /// steps, ZeRO's collectives, expert imbalance) keep their times. Speed 1 is `shape` itself.
+  const PassShape& slowed(const PassShape& shape, double speed);
   /// A TP collective of `rank`: what the compute beside it does not hide.
   Seconds tp_time(int rank, const Segment& s, bool weight_in_pass);
   /// The TP collective `s` of `rank` as timed alone (-1 if it takes no time: no bytes, a group of one).
@@ -88,6 +93,7 @@ class PassTimes {
   std::map<int, Seconds> traffic_cache_;
   std::map<std::tuple<int, int, PassKind>, PassShape> shapes_;  // node-based: references stay valid
   std::map<std::pair<const PassShape*, const PassShape*>, PassShape> overlapped_;
+  std::map<std::pair<const PassShape*, double>, PassShape> slowed_;
 };
 
 }  // namespace clustersim

@@ -82,6 +82,9 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
                        TpPlacement tp_placement, bool link_tiers) {
   IterationPlan plan = plan_iteration(s, kernels);
+  // Variability makes replicas unlike: replica 0 cannot stand for the rest unproven.
+  const bool varies = s.variability.varies_speed() || !s.variability.links.empty();
+  if (varies && fold == FoldMode::assume) fold = FoldMode::exact;
   plan.fold = fold;
   plan.tp_placement = tp_placement;
   const std::vector<StageMemory> memory = plan_memory(s, plan);
@@ -98,7 +101,9 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
       throw OutOfMemoryError(s.file, s.parallel_line, "parallel", line);
     }
 
-  const Cluster cluster = build_cluster(s.cluster);
+  Cluster cluster = build_cluster(s.cluster);
+  apply_link_changes(cluster, s.variability.links);
+  plan.gpu_speed = gpu_speeds(s.variability, cluster.gpu_count(), cluster.gpus_per_node());
   Router router(cluster);
   router.remember_routes();
   FabricEngine engine(cluster, solver);
@@ -108,6 +113,11 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
   report.iteration = simulate_iteration(engine, router, plan);
   report.iteration_s = report.iteration.iteration_s;
   report.hbm_bytes = s.gpu.hbm_bytes;
+  for (int g = 0; g < s.gpus() && !plan.gpu_speed.empty(); ++g)
+    if (plan.gpu_speed[static_cast<std::size_t>(g)] < report.slowest_speed) {
+      report.slowest_speed = plan.gpu_speed[static_cast<std::size_t>(g)];
+      report.slowest_gpu = g;
+    }
   if (link_tiers) report.link_tiers = link_tier_loads(cluster, engine.last_link_bytes(), report.iteration_s);
   const int shown = report.iteration.reported_replica, p = plan.shape.stages;
   for (int r = 0; r < p; ++r)

@@ -39,6 +39,9 @@ struct RunReport {
   /// replicas' own traffic is not on the fabric); empty unless asked for (link_tiers below).
   std::vector<LinkTierLoad> link_tiers;
   Bytes hbm_bytes = 0;  // of one GPU
+  /// The job's slowest GPU under variability and its speed (-1 and 1 when every GPU is as calibrated).
+  int slowest_gpu = -1;
+  double slowest_speed = 1;
 };
 
 /// A stage that does not fit in GPU memory: the user's error, told apart from the others so that
@@ -48,7 +51,9 @@ class OutOfMemoryError : public UserError {
   using UserError::UserError;
 };
 
-/// Simulates one iteration. Memory beyond the GPU's HBM is an OutOfMemoryError naming the stage,
+/// Simulates one iteration. A scenario's variability (workloads/variability.hpp) degrades and fails
+/// its links before anything is routed and sets each GPU's speed; under it `FoldMode::assume`
+/// becomes exact, since variability is what makes replicas unlike. Memory beyond the GPU's HBM is an OutOfMemoryError naming the stage,
 /// its largest part and the shortfall, unless allow_oom. `link_tiers` also sums each link tier's
 /// bytes (one more pass over the flows' routes).
 RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr,

@@ -124,6 +124,9 @@ struct IterationPlan {
   double nccl_sm_share = 0;
   double deepep_sm_share = 0;
   bool free_communication = false;        // every transfer and collective takes no time
+  /// Each GPU's compute speed relative to the catalog (workloads/variability.hpp), by GPU id;
+  /// empty: every GPU as calibrated. A unit's GPUs run in lockstep, so it computes at its slowest's.
+  std::vector<double> gpu_speed;
 };
 
 }  // namespace clustersim

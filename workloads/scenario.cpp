@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "collectives/collective.hpp"
+#include "topologies/cluster.hpp"
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/stage_split.hpp"
@@ -21,7 +22,7 @@ namespace {
 // order tp-dp-pp; attention flash. Everything else is required.
 const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
-    "precision", "recompute", "attention", "moe", "calibration"};
+    "precision", "recompute", "attention", "moe", "calibration", "variability"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
     "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
@@ -354,9 +355,10 @@ std::vector<int> ScenarioSpec::ep_group() const {
 std::vector<std::string> scenario_fields() {
   std::vector<std::string> out;
   for (const char* f : kFields)
-    if (std::string(f) != "parallel" && std::string(f) != "moe") out.push_back(f);
+    if (std::string(f) != "parallel" && std::string(f) != "moe" && std::string(f) != "variability") out.push_back(f);
   for (const char* f : kParallelFields) out.push_back(std::string("parallel.") + f);
   for (const char* f : kMoeFields) out.push_back(std::string("moe.") + f);
+  out.push_back("variability.seed");  // the one scalar a user sweeps (run --repeat draws seeds in turn)
   return out;
 }
 
@@ -402,6 +404,15 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   read_recompute(root.child("recompute"), s);
   if (auto a = root.find("attention"))
     s.attention = a->as_choice({"flash", "unfused"}) == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
+  if (auto v = root.find("variability")) {
+    s.variability = parse_variability(*v, s.cluster);
+    // Link names are checked against the built graph here, with the rest of the input, rather than
+    // after a long simulation has started: building it costs far less than any run.
+    if (!s.variability.links.empty()) {
+      Cluster cluster = build_cluster(s.cluster);
+      apply_link_changes(cluster, s.variability.links);
+    }
+  }
   return s;
 }
 

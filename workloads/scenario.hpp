@@ -18,6 +18,7 @@
 #include "workloads/model.hpp"
 #include "workloads/moe_routing.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/variability.hpp"
 
 namespace clustersim {
 
@@ -70,6 +71,7 @@ struct ScenarioSpec {
   Recompute recompute = Recompute::none;
   RecomputeModules recompute_modules;  // `recompute: {modules: [...]}` (recompute is then none)
   AttentionKernel attention = AttentionKernel::flash;  // "unfused" for pre-FlashAttention Megatron runs
+  VariabilitySpec variability;   // `variability:`: per-GPU speeds, degraded and failed links
 
   int gpus() const { return layout.world(); }
   /// FP8 or an MX format: GEMMs take 1-byte inputs, so whatever only feeds a GEMM (saved GEMM

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/draw_summary.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
 
@@ -25,7 +26,26 @@ struct RunOptions {
   std::string solver = "fluid";
   std::string tp_collectives = "auto";
   std::string calibration;
+  int repeat = 1;
+  bool fold_given = false;
 };
+
+/// What the scenario's variability does to this run, in one line; empty without it.
+std::string variability_text(const ScenarioSpec& s, const RunReport& r) {
+  const VariabilitySpec& v = s.variability;
+  if (!v.varies_speed() && v.links.empty()) return {};
+  const char* names[] = {"", "normal", "lognormal", "empirical"};
+  std::string out = fmt::format("seed {}", v.seed);
+  if (v.gpu_speed.distribution != SpeedDistribution::none)
+    out += fmt::format(", GPU speeds {}", names[static_cast<int>(v.gpu_speed.distribution)]);
+  if (!v.gpus.empty() || !v.nodes.empty()) out += fmt::format(", {} GPUs and {} nodes named", v.gpus.size(), v.nodes.size());
+  if (r.slowest_gpu >= 0) out += fmt::format("; slowest GPU {} at {:.4f}", r.slowest_gpu, r.slowest_speed);
+  int failed = 0;
+  for (const LinkChange& c : v.links) failed += c.failed;
+  if (!v.links.empty())
+    out += fmt::format("; {} links degraded, {} failed", static_cast<int>(v.links.size()) - failed, failed);
+  return out;
+}
 
 double gib(Bytes b) { return static_cast<double>(b) / (1ULL << 30); }
 
@@ -96,6 +116,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
     std::cout << "uncalibrated: " << u.describe() << "\n";
   std::cout << fmt::format("iteration time          {:>12.3f} s\n", r.iteration_s);
   if (s.calibration) print_calibration(s);
+  if (const std::string v = variability_text(s, r); !v.empty()) std::cout << "variability             " << v << "\n";
   const IterationResult& it = r.iteration;
   const int others = it.replicas - it.simulated_replicas;
   std::cout << fmt::format("GPUs replayed           {:>12}   ({} replicas x {} stages x {} GPUs in lockstep; {} simulated, {})\n",
@@ -140,6 +161,7 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   nlohmann::ordered_json j = json_header("run");
   j["config"] = scenario_config_json(s);
   j["config"]["fold"] = o.fold;
+  j["config"]["repeat"] = o.repeat;
   j["config"]["solver"] = o.solver;
   j["config"]["tp_collectives"] = o.tp_collectives;
   j["config"]["allow_oom"] = o.allow_oom;
@@ -154,6 +176,9 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   j["simulated_replicas"] = r.iteration.simulated_replicas;
   j["fold"] = to_string(r.iteration.fold);
   if (!r.iteration.tp_collectives.empty()) j["tp_collectives"] = r.iteration.tp_collectives;
+  if (const std::string v = variability_text(s, r); !v.empty())
+    j["variability"] = {{"seed", s.variability.seed}, {"summary", v},
+                        {"slowest_gpu", r.slowest_gpu}, {"slowest_speed", r.slowest_speed}};
   j["uncalibrated"] = nlohmann::ordered_json::array();
   for (const UncalibratedParameter& u : s.gpu.uncalibrated_parameters(s.precision))
     j["uncalibrated"].push_back({{"gpu", u.gpu}, {"parameter", u.parameter}, {"reason", u.reason}, {"using", u.fallback}});
@@ -238,7 +263,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when a stage does not fit in GPU memory")
       ->disable_flag_override();
-  cmd->add_option("--fold", o->fold,
+  cmd->add_option("--repeat", o->repeat,
+                  "draw the scenario's variability K times (seeds variability.seed, +1, ...) and report the "
+                  "iteration time's mean, p50 and p99 over the draws (default 1)");
+  CLI::Option* fold_option = cmd->add_option("--fold", o->fold,
                   "data-parallel replicas simulated once for several: assume (replica 0 alone, unproven; the "
                   "default), exact (where provably exact), none, all (an error unless every replica folds exactly)");
   cmd->add_option("--tp-collectives", o->tp_collectives,
@@ -246,8 +274,11 @@ void add_run_command(CLI::App& app) {
                   "traffic; the default), alone, in-place");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate): as the scenario's calibration field, relative to here");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
-  cmd->callback([o] {
-    const FoldMode fold = parse_fold(o->fold);
+  cmd->callback([o, fold_option] {
+    FoldMode fold = parse_fold(o->fold);
+    o->fold_given = fold_option->count() > 0;
+    if (o->repeat < 1 || o->repeat > 10000)
+      throw UserError("command line", 0, "--repeat", "expected 1 to 10000 draws, got " + std::to_string(o->repeat));
     const Solver solver = parse_solver(o->solver);
     const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives, fold);
     if (!o->trace_ranks.empty() && o->trace.empty())
@@ -264,6 +295,18 @@ void add_run_command(CLI::App& app) {
     }
     const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, overrides); });
     const RankRanges keep = o->trace_ranks.empty() ? RankRanges{} : parse_ranks(o->trace_ranks, s.gpus());
+    if (s.variability.varies_speed() || !s.variability.links.empty()) {
+      if (fold == FoldMode::assume && o->fold_given)
+        throw UserError("command line", 0, "--fold",
+                        "expected exact, none or all: the scenario declares variability, which makes replicas unlike, "
+                        "and assume simulates replica 0 for all of them");
+      if (fold == FoldMode::assume) o->fold = "exact";  // run_training folds exactly under variability
+      fold = parse_fold(o->fold);
+    }
+    if (o->repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none)
+      throw UserError("command line", 0, "--repeat",
+                      "expected a scenario whose variability.gpu_speed draws each GPU's speed from a distribution "
+                      "(without one every draw is the same)");
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
     // Every input is read and checked; the outputs are checked before the (long) simulation.
@@ -272,10 +315,36 @@ void add_run_command(CLI::App& app) {
     if (!o->report.empty()) check_output_path(o->report, "--report");
     const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement,
                                      !o->report.empty());
-    if (!o->json.empty()) write_json(o->json, report_json(s, r, *o));
+    std::optional<DrawSummary> draws;
+    if (o->repeat > 1) {
+      std::vector<std::uint64_t> seeds{s.variability.seed};
+      std::vector<Seconds> times{r.iteration_s};
+      ScenarioSpec drawn = s;
+      for (int k = 1; k < o->repeat; ++k) {
+        drawn.variability.seed = s.variability.seed + static_cast<std::uint64_t>(k);
+        seeds.push_back(drawn.variability.seed);
+        times.push_back(run_training(drawn, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement).iteration_s);
+      }
+      draws = summarize_draws(std::move(seeds), std::move(times));
+    }
+    if (!o->json.empty()) {
+      nlohmann::ordered_json j = report_json(s, r, *o);
+      if (draws)
+        j["draws"] = {{"count", draws->iteration_s.size()}, {"seeds", draws->seeds}, {"iteration_s", draws->iteration_s},
+                      {"mean_s", draws->mean_s}, {"p50_s", draws->p50_s}, {"p99_s", draws->p99_s},
+                      {"min_s", draws->min_s}, {"max_s", draws->max_s}};
+      write_json(o->json, j);
+    }
     if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
     if (!o->report.empty()) write_file(o->report, run_report_html(s, r), "--report");
-    if (!json_to_stdout(o->json)) print_report(s, r);
+    if (!json_to_stdout(o->json)) {
+      print_report(s, r);
+      if (draws)
+        std::cout << fmt::format("\n# iteration time over {} draws (seeds {} to {}; the report above is the first)\n"
+                                 "mean {:.3f} s   p50 {:.3f} s   p99 {:.3f} s   min {:.3f} s   max {:.3f} s\n",
+                                 draws->iteration_s.size(), draws->seeds.front(), draws->seeds.back(), draws->mean_s,
+                                 draws->p50_s, draws->p99_s, draws->min_s, draws->max_s);
+    }
   });
 }
 
