@@ -66,6 +66,18 @@ TEST_CASE("with variability every replica of unlike speed is its own class, and 
   CHECK(by_default["iteration_s"] == folded["iteration_s"]);
 }
 
+TEST_CASE("failed and degraded links on rails: routed around, and folding stays exact") {
+  // Four nodes in one scalable unit: eight rail leaves, each with two links to each of ten spines.
+  const std::string scenario = scenario_with(
+      four_nodes("scenarios/clusters/dgx-a100-superpod.yaml"),
+      "variability:\n  failed_links: [su0.leaf0-spine0, su0.leaf1-spine3#1]\n  links: {su0.leaf2-spine1: 0.25}\n");
+  const nlohmann::json folded = test::cli_json("run " + scenario + " --fold exact");
+  const nlohmann::json every = test::cli_json("run " + scenario + " --fold none");
+  CHECK(test::relative_error(folded["iteration_s"].get<double>(), every["iteration_s"].get<double>()) < 1e-9);
+  CHECK(folded["variability"]["summary"] == "seed 0; 1 links degraded, 2 failed");
+  CHECK(folded["variability"]["slowest_gpu"] == -1);
+}
+
 TEST_CASE("one slow GPU splits its replica off; the rest still fold, exactly") {
   const std::string single_switch = [] {
     const std::string fat = four_nodes(kFatTree);

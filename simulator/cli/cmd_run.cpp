@@ -280,7 +280,7 @@ void add_run_command(CLI::App& app) {
     if (o->repeat < 1 || o->repeat > 10000)
       throw UserError("command line", 0, "--repeat", "expected 1 to 10000 draws, got " + std::to_string(o->repeat));
     const Solver solver = parse_solver(o->solver);
-    const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives, fold);
+    parse_tp_placement(o->tp_collectives, FoldMode::exact);  // its words now; with the fold once it is known
     if (!o->trace_ranks.empty() && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
@@ -303,6 +303,7 @@ void add_run_command(CLI::App& app) {
       if (fold == FoldMode::assume) o->fold = "exact";  // run_training folds exactly under variability
       fold = parse_fold(o->fold);
     }
+    const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives, fold);
     if (o->repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none)
       throw UserError("command line", 0, "--repeat",
                       "expected a scenario whose variability.gpu_speed draws each GPU's speed from a distribution "
