@@ -78,7 +78,7 @@ TEST_CASE("failed and degraded links on rails: routed around, and folding stays 
   CHECK(folded["variability"]["slowest_gpu"] == -1);
 }
 
-TEST_CASE("one slow GPU splits its replica off; the rest still fold, exactly") {
+TEST_CASE("one slow GPU splits its replica off and the rest still fold, exactly") {
   const std::string single_switch = [] {
     const std::string fat = four_nodes(kFatTree);
     return fat.substr(0, fat.find("fabric:")) +
@@ -100,7 +100,7 @@ TEST_CASE("one slow GPU splits its replica off; the rest still fold, exactly") {
   CHECK(folded["variability"]["slowest_speed"] == 0.8);
 }
 
-TEST_CASE("a seed gives the same bytes; --set variability.seed and --repeat draw again") {
+TEST_CASE("a seed gives the same bytes, and --set variability.seed and --repeat draw again") {
   const std::string scenario = scenario_with(
       four_nodes(kFatTree), "variability:\n  seed: 11\n  gpu_speed: {distribution: lognormal, sigma: 0.05}\n");
   const test::CliResult a = test::run_cli("run " + scenario), b = test::run_cli("run " + scenario);
@@ -134,9 +134,9 @@ TEST_CASE("bad variability is one line at its field, exit 2") {
     std::string variability, field, expected;
   };
   const std::vector<Bad> cases = {
-      {"variability:\n  gpus: {5: 0}\n", "variability.gpus.5", "expected a speed (a fraction of the catalog's) above 0 and at most 1, got 0"},
-      {"variability:\n  gpus: {5: 1.2}\n", "variability.gpus.5", "above 0 and at most 1, got 1.2"},
-      {"variability:\n  nodes: {1: -0.5}\n", "variability.nodes.1", "above 0 and at most 1, got -0.5"},
+      {"variability:\n  gpus: {5: 0}\n", "variability.gpus.5", "expected a speed (a fraction of the catalog's) above 0 and at most 1 (0.001 at least), got 0"},
+      {"variability:\n  gpus: {5: 1.2}\n", "variability.gpus.5", "above 0 and at most 1 (0.001 at least), got 1.2"},
+      {"variability:\n  nodes: {1: -0.5}\n", "variability.nodes.1", "above 0 and at most 1 (0.001 at least), got -0.5"},
       {"variability:\n  gpus: {32: 0.9}\n", "variability.gpus.32", "expected a GPU id of the cluster, 0 to 31, got '32'"},
       {"variability:\n  nodes: {n1: 0.9}\n", "variability.nodes.n1", "expected a node id of the cluster, 0 to 3, got 'n1'"},
       {"variability:\n  links: {leaf0-spine0: 1.5}\n", "variability.links.leaf0-spine0", "a fraction of the link's bandwidth"},
@@ -150,7 +150,7 @@ TEST_CASE("bad variability is one line at its field, exit 2") {
        "expected a stddev below mean / 5"},
       {"variability:\n  gpu_speed: {distribution: gamma}\n", "variability.gpu_speed.distribution", "normal"},
       {"variability:\n  gpu_speed: {distribution: empirical, values: [1, 0]}\n", "variability.gpu_speed.values[1]",
-       "expected a speed above 0"},
+       "0.001 to 2"},
       {"variability:\n  speed: 0.9\n", "variability.speed", "unknown key (expected one of: seed, gpu_speed, gpus"},
   };
   for (const Bad& bad : cases) {

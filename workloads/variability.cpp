@@ -10,6 +10,9 @@ namespace clustersim {
 namespace {
 
 constexpr double kClampSigmas = 5;
+// The least speed or bandwidth fraction taken: below it a step or a transfer lasts a thousand
+// times its calibrated time, which is a failure, not a straggler (and 1e-300 would overflow).
+constexpr double kLeastFraction = 1e-3;
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
@@ -25,13 +28,14 @@ std::uint64_t gpu_bits(std::uint64_t seed, int gpu) {
   return splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(gpu) + 0x632BE59BD9B4E019ULL));
 }
 
-/// A number in (0, 1]: a speed or a bandwidth as a fraction of the catalog's or the link's.
+/// A number in (0, 1] (0.001 at least): a speed or a bandwidth as a fraction of the catalog's or
+/// the link's.
 double fraction(const YamlField& f, const std::string& what) {
   const double x = f.as_number();
-  if (!(x > 0 && x <= 1)) {
+  if (!(x >= kLeastFraction && x <= 1)) {
     std::ostringstream got;
     got << x;
-    f.fail("expected " + what + " above 0 and at most 1, got " + got.str());
+    f.fail("expected " + what + " above 0 and at most 1 (0.001 at least), got " + got.str());
   }
   return x;
 }
@@ -57,16 +61,15 @@ SpeedDraw read_draw(const YamlField& f) {
   if (kind == "normal") {
     f.expect_keys({"distribution", "mean", "stddev", "source"});
     d.distribution = SpeedDistribution::normal;
-    if (auto m = f.find("mean")) d.mean = m->as_number_in(0, 2, "(speed)");
+    if (auto m = f.find("mean")) d.mean = m->as_number_in(kLeastFraction, 2, "(speed)");
     YamlField sd = f.child("stddev");
     d.stddev = sd.as_number_in(0, 1, "(speed)");
-    if (d.mean - kClampSigmas * d.stddev <= 0)
+    if (d.mean - kClampSigmas * d.stddev < kLeastFraction)
       sd.fail("expected a stddev below mean / 5, so that no draw within 5 sigma is a speed of 0 or less");
   } else if (kind == "lognormal") {
     f.expect_keys({"distribution", "median", "sigma", "source"});
     d.distribution = SpeedDistribution::lognormal;
-    if (auto m = f.find("median")) d.median = m->as_number_in(0, 2, "(speed)");
-    if (d.median <= 0) f.child("median").fail("expected a median speed above 0");
+    if (auto m = f.find("median")) d.median = m->as_number_in(kLeastFraction, 2, "(speed)");
     d.sigma = f.child("sigma").as_number_in(0, 1, "(log of speed)");
   } else {
     f.expect_keys({"distribution", "values", "source"});
@@ -75,9 +78,7 @@ SpeedDraw read_draw(const YamlField& f) {
     if (!values.is_sequence() || values.size() == 0) values.fail("expected a list of measured speeds, such as [1, 0.97, 0.92]");
     for (std::size_t i = 0; i < values.size(); ++i) {
       const YamlField v = values.element(i);
-      const double s = v.as_number_in(0, 2, "(speed)");
-      if (s <= 0) v.fail("expected a speed above 0, got 0");
-      d.values.push_back(s);
+      d.values.push_back(v.as_number_in(kLeastFraction, 2, "(speed)"));
     }
   }
   if (auto s = f.find("source")) s->as_string();
