@@ -235,3 +235,22 @@ TEST_CASE("a scenario's collectives.algorithm is best or nccl, anything else one
   CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
   CHECK_THAT(r.stderr_text, Contains("collectives.algorithm: ") && Contains("nccl"));
 }
+
+TEST_CASE("iterations time TP collectives with NCCL's pick unless the scenario asks for the fastest simulated") {
+  // GPT-3 175B, TP 8 in one DGX H100. Without sequence parallelism its TP collectives are
+  // all-reduces, for which NCCL picks NVLS at these sizes: the switch adds, so each GPU's link
+  // carries S each way where the ring (best's choice: NVLS is kept out of it) carries 2(n-1)/n S =
+  // 1.75 S; the exposed TP time drops. With it they are all-gathers and reduce-scatters, where NCCL
+  // picks the ring with Simple as the simulation does: nothing moves.
+  const std::string run = "run " + test::source_path("scenarios/gpt3-175b-h100-pp16.yaml");
+  auto tp_exposed = [&](const std::string& sets) {
+    const nlohmann::json j = test::cli_json(run + sets);
+    const bool best_asked = sets.find("collectives.algorithm=best") != std::string::npos;
+    CHECK(j["config"]["collectives_algorithm"] == (best_asked ? "best" : "nccl"));
+    return j["stages"][0]["time_s"]["tp_exposed"].get<double>();
+  };
+  const double nccl = tp_exposed(" --set parallel.sequence_parallel=false");
+  const double best = tp_exposed(" --set parallel.sequence_parallel=false --set collectives.algorithm=best");
+  CHECK(nccl < 0.9 * best);
+  CHECK(tp_exposed("") == tp_exposed(" --set collectives.algorithm=best"));
+}

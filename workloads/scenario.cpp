@@ -404,9 +404,12 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   read_recompute(root.child("recompute"), s);
   if (auto a = root.find("attention"))
     s.attention = a->as_choice({"flash", "unfused"}) == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
+  // NCCL's tuner by default: it picks what NCCL runs, without simulating a dozen alternatives per
+  // collective; on every validation set it picks what the fastest simulated pair is (README).
+  s.nccl_tuner = true;
   if (auto c = root.find("collectives")) {
     c->expect_keys(kCollectivesFields);
-    if (auto a = c->find("algorithm")) s.nccl_tuner = a->as_choice({"best", "nccl"}) == "nccl";
+    if (auto a = c->find("algorithm")) s.nccl_tuner = a->as_choice({"nccl", "best"}) == "nccl";
   }
   return s;
 }
