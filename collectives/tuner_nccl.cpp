@@ -59,9 +59,11 @@ NcclTopology nccl_topology(const Cluster& cluster, const std::vector<int>& ranks
     const double per_nic = std::min(usable_GBps(cluster, node.nic_link), usable_GBps(cluster, node.pcie_link));
     t.inter_GBps = per_nic * static_cast<double>(nics.size());
   }
-  // NVLS (NVSwitch 3+, Hopper on): one head per local GPU, NCCL's NVLS graph.
+  // NVLS (NVSwitch 3+, Hopper on): one head per local GPU, NCCL's NVLS graph; a lone GPU has no
+  // switch to reduce in.
   const bool even = std::all_of(by_node.begin(), by_node.end(), [&](const auto& g) { return g.size() == local; });
-  if (node.nvls && t.nvlink && t.generation >= GpuGeneration::hopper && even) t.nvls_channels = static_cast<int>(local);
+  if (node.nvls && t.nvlink && t.generation >= GpuGeneration::hopper && even && local >= 2)
+    t.nvls_channels = static_cast<int>(local);
   return t;
 }
 

@@ -179,14 +179,14 @@ TEST_CASE("on two H100 nodes NCCL's tuner picks tree/LL for small all-reduces an
 }
 
 TEST_CASE("collective --algo nccl runs NCCL's pick and shows the fastest simulated pair beside it") {
-  const std::string args = "collective --cluster " + test::source_path(kH100) + " --gpus 16 -b 8 -e 1G -f 1024";
+  const std::string args = "collective --cluster " + test::source_path(kH100) + " --gpus 16 -b 8 -e 8M -f 1024";
   const nlohmann::json j = test::cli_json(args + " --algo nccl");
   const nlohmann::json best = test::cli_json(args + " --algo best");
   const nlohmann::json alias = test::cli_json(args + " --algo auto");
-  REQUIRE(j["rows"].size() == 4);
-  REQUIRE(best["rows"].size() == 4);
+  REQUIRE(j["rows"].size() == 3);  // 8 B, 8 KiB, 8 MiB
+  REQUIRE(best["rows"].size() == 3);
   const Cluster& c = test::shipped_cluster(kH100);
-  for (std::size_t i = 0; i < 4; ++i) {
+  for (std::size_t i = 0; i < 3; ++i) {
     const nlohmann::json& r = j["rows"][i];
     const auto pick = nccl_choose(c, test::request(Op::all_reduce, 16, r["size_bytes"].get<Bytes>(), 16), std::nullopt, true);
     REQUIRE(pick);
@@ -194,9 +194,10 @@ TEST_CASE("collective --algo nccl runs NCCL's pick and shows the fastest simulat
     CHECK(r["protocol"] == pick->protocol.name);
     CHECK(r["channels"] == pick->channels);
     check_close(r["nccl_predicted_us"].get<double>(), *pick->predicted_s * 1e6);
-    // The best column is --algo best's row; NCCL's pick is never faster than it.
-    CHECK(r["best_algorithm"] == best["rows"][i]["algorithm"]);
+    // The best column is --algo best's row (a tie keeps NCCL's pick); NCCL's pick is never faster.
     CHECK(r["best_time_us"].get<double>() == best["rows"][i]["time_us"].get<double>());
+    if (r["best_time_us"].get<double>() < r["time_us"].get<double>())
+      CHECK(r["best_algorithm"] == best["rows"][i]["algorithm"]);
     CHECK(r["best_time_us"].get<double>() <= r["time_us"].get<double>());
     check_close(1 + r["nccl_slowdown"].get<double>(), r["time_us"].get<double>() / r["best_time_us"].get<double>());
     CHECK(alias["rows"][i] == best["rows"][i]);  // auto is best
