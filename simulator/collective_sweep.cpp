@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "collectives/algo_deepep.hpp"
+#include "collectives/tuner_nccl.hpp"
 #include "simulator/link_utilization.hpp"
 #include "topologies/invariant.hpp"
 
@@ -48,10 +49,12 @@ std::vector<const Algorithm*> candidate_algorithms(const Cluster& cluster, const
   CollectiveRequest probe;
   probe.op = spec.op;
   probe.ranks = spec.ranks;
+  // "nccl" compares its pick with every algorithm "best" would try.
+  const bool best = is_best_algorithm(spec.algorithm) || spec.algorithm == "nccl";
   for (const Algorithm* a : all_algorithms()) {
-    if (spec.algorithm != "auto" && a->name() != spec.algorithm) continue;
-    if (spec.algorithm == "auto" && !a->chosen_by_auto()) continue;
-    if (spec.algorithm == "auto" && !spec.every_algorithm && !a->in_iteration_auto()) continue;
+    if (!best && a->name() != spec.algorithm) continue;
+    if (best && !a->chosen_by_auto()) continue;
+    if (best && !spec.every_algorithm && !a->in_iteration_auto()) continue;
     if (!a->not_applicable(cluster, probe)) out.push_back(a);
   }
   return out;
@@ -86,15 +89,46 @@ SweepRow best_collective(FabricEngine& engine, const Router& router, const std::
   return row;
 }
 
+SweepRow nccl_collective(FabricEngine& engine, const Router& router, const CollectiveRequest& request,
+                         const std::optional<Protocol>& only, bool nccl_channels) {
+  const std::optional<NcclChoice> choice = nccl_choose(router.cluster(), request, only, nccl_channels);
+  if (!choice)
+    throw InvariantViolation("NCCL's tuner found no algorithm for " + std::string(to_string(request.op)) +
+                             " (the command line is checked against nccl_choose first)");
+  CollectiveRequest req = request;
+  req.protocol = choice->protocol;
+  req.channels = choice->channels;
+  SweepRow row;
+  row.size_bytes = request.size_bytes;
+  row.time_s = time_collective(engine, router, *choice->algorithm, req);
+  row.algorithm = choice->algorithm->name();
+  row.protocol = choice->protocol.name;
+  row.channels = choice->channels;
+  row.nccl_predicted_s = choice->predicted_s;
+  const int n = static_cast<int>(request.ranks.size());
+  row.algbw_GBps = row.time_s > 0 ? static_cast<double>(row.size_bytes) / row.time_s / 1e9 : 0.0;
+  row.busbw_GBps = row.algbw_GBps * bus_bandwidth_factor(request.op, n);
+  return row;
+}
+
 std::vector<SweepRow> run_sweep(FabricEngine& engine, const Router& router, const SweepSpec& spec) {
-  const std::vector<const Algorithm*> algorithms = candidate_algorithms(router.cluster(), spec);
+  const bool nccl = spec.algorithm == "nccl";
+  const std::vector<const Algorithm*> algorithms =
+      nccl && !spec.compare_with_best ? std::vector<const Algorithm*>{} : candidate_algorithms(router.cluster(), spec);
   const std::vector<Protocol> protocols = spec.protocol ? std::vector<Protocol>{*spec.protocol} : nccl_protocols();
   const int n = static_cast<int>(spec.ranks.size());
   std::vector<SweepRow> rows;
   for (Bytes requested : spec.sizes_bytes) {
     const Bytes size = aligned_size(spec.op, requested, spec.type.size_bytes, n);
     CollectiveRequest req{spec.op, spec.ranks, size, spec.channels, Protocol{}, spec.root};
-    SweepRow row = best_collective(engine, router, algorithms, protocols, req, spec.nccl_channels);
+    SweepRow row = nccl ? nccl_collective(engine, router, req, spec.protocol, spec.nccl_channels)
+                        : best_collective(engine, router, algorithms, protocols, req, spec.nccl_channels);
+    if (nccl && spec.compare_with_best) {
+      const SweepRow best = best_collective(engine, router, algorithms, protocols, req, spec.nccl_channels);
+      // The pick itself is among those tried, so the best is never slower; equal times keep the pick.
+      if (best.time_s < row.time_s) row.best = SweepRow::Best{best.algorithm, best.protocol, best.channels, best.time_s};
+      else row.best = SweepRow::Best{row.algorithm, row.protocol, row.channels, row.time_s};
+    }
     row.count = size / spec.type.size_bytes;
     if (row.algorithm == "deepep") {
       // DeepEP's benchmark's own figures: its counted bytes over the kernel's time.

@@ -94,13 +94,18 @@ int PassTimes::collective_choice(int rank, const Segment& s, const std::vector<i
   auto it = tp_cache_.find(key);
   if (it != tp_cache_.end()) return it->second;
   // Groups of one kind are congruent, but ranks differ in which nodes they sit on: cache per rank.
-  SweepSpec auto_pick;
-  auto_pick.op = s.tp_op;
-  auto_pick.ranks = group;
-  const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
   const CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
-  const SweepRow best = best_collective(engine_, router_, algorithms, nccl_protocols(), req);
-  choices_.push_back({s.tp_op, s.tp_bytes, find_algorithm(best.algorithm), *find_protocol(best.protocol), best.time_s});
+  SweepRow chosen;
+  if (plan_.nccl_tuner) {
+    chosen = nccl_collective(engine_, router_, req, std::nullopt, false);
+  } else {
+    SweepSpec auto_pick;
+    auto_pick.op = s.tp_op;
+    auto_pick.ranks = group;
+    const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
+    chosen = best_collective(engine_, router_, algorithms, nccl_protocols(), req);
+  }
+  choices_.push_back({s.tp_op, s.tp_bytes, find_algorithm(chosen.algorithm), *find_protocol(chosen.protocol), chosen.time_s});
   const int index = static_cast<int>(choices_.size()) - 1;
   tp_cache_.emplace(key, index);
   return index;

@@ -177,7 +177,7 @@ TEST_CASE("asking for more GPUs than the cluster has names the cluster's size") 
 
 TEST_CASE("an algorithm that does not exist is rejected with the known ones") {
   expect_cli_error("collective --cluster " + clustersim::test::source_path(kSuperpod) + " --gpus 16 --algo nope",
-                   "command line", "--algo", "expected auto or one of: ");
+                   "command line", "--algo", "expected best (alias auto), nccl or one of: ");
 }
 
 TEST_CASE("an algorithm that does not implement the op is rejected") {

@@ -508,7 +508,7 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {col + "--root 16", cl, "--root", "expected an integer from 0 to 15, got 16"},
       {col + "--root -1", cl, "--root", "expected an integer from 0 to 15"},
       {col + "--op all_smash", cl, "--op", "expected one of: all_reduce"},
-      {col + "--algo nope", cl, "--algo", "expected auto or one of:"},
+      {col + "--algo nope", cl, "--algo", "expected best (alias auto), nccl or one of:"},
       {col + "--proto LL256", cl, "--proto", "expected auto, LL, LL128, Simple or ideal"},
       {col + "--dtype float8", cl, "--dtype", "expected int8"},
       {"collective --cluster " + source_path("scenarios/clusters/dgx-h100-superpod-16k.yaml") +

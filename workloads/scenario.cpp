@@ -22,11 +22,12 @@ namespace {
 // order tp-dp-pp; attention flash. Everything else is required.
 const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
-    "precision", "recompute", "attention", "moe", "calibration", "variability"};
+    "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
     "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
+const std::initializer_list<const char*> kCollectivesFields = {"algorithm"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -355,9 +356,12 @@ std::vector<int> ScenarioSpec::ep_group() const {
 std::vector<std::string> scenario_fields() {
   std::vector<std::string> out;
   for (const char* f : kFields)
-    if (std::string(f) != "parallel" && std::string(f) != "moe" && std::string(f) != "variability") out.push_back(f);
+    if (std::string(f) != "parallel" && std::string(f) != "moe" && std::string(f) != "variability" &&
+        std::string(f) != "collectives")
+      out.push_back(f);
   for (const char* f : kParallelFields) out.push_back(std::string("parallel.") + f);
   for (const char* f : kMoeFields) out.push_back(std::string("moe.") + f);
+  for (const char* f : kCollectivesFields) out.push_back(std::string("collectives.") + f);
   out.push_back("variability.seed");  // the one scalar a user sweeps (run --repeat draws seeds in turn)
   return out;
 }
@@ -412,6 +416,13 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
       Cluster cluster = build_cluster(s.cluster);
       apply_link_changes(cluster, s.variability.links);
     }
+  }
+  // NCCL's tuner by default: it picks what NCCL runs, without simulating a dozen alternatives per
+  // collective; on every validation set it picks what the fastest simulated pair is (README).
+  s.nccl_tuner = true;
+  if (auto c = root.find("collectives")) {
+    c->expect_keys(kCollectivesFields);
+    if (auto a = c->find("algorithm")) s.nccl_tuner = a->as_choice({"nccl", "best"}) == "nccl";
   }
   return s;
 }

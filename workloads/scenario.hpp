@@ -63,6 +63,10 @@ struct ScenarioSpec {
   // separate pass over every parameter (Megatron-LM's DDP hook before 2022, and for fp16 gradients
   // until September 2022).
   bool gradient_accumulation_fusion = true;
+  // collectives.algorithm: best (false) times each TP, CP and ZeRO collective with the fastest
+  // simulated (algorithm, protocol); nccl (true) with what NCCL's tuner picks
+  // (collectives/tuner_nccl.hpp).
+  bool nccl_tuner = false;
   std::string schedule_name;
   const Schedule* schedule = nullptr;
   int global_batch = 0;          // sequences per iteration

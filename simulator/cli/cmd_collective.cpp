@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "collectives/algo_deepep.hpp"
+#include "collectives/tuner_nccl.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/collective_sweep.hpp"
 #include "simulator/nccl_tests_text.hpp"
@@ -30,7 +31,7 @@ struct Options {
   std::string cluster;
   std::string gpus;
   std::string op = "all_reduce";
-  std::string algo = "auto";
+  std::string algo = "best";
   std::string proto = "auto";
   std::string type = "float";
   std::string channels;
@@ -71,9 +72,11 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
     spec.protocol = find_protocol(o.proto);
     if (!spec.protocol) throw UserError("command line", 0, "--proto", "expected auto, LL, LL128, Simple or ideal; got '" + o.proto + "'");
   }
-  if (o.algo != "auto") {
+  if (!is_best_algorithm(o.algo) && o.algo != "nccl") {
     const Algorithm* a = find_algorithm(o.algo);
-    if (!a) throw UserError("command line", 0, "--algo", "expected auto or one of: " + algorithm_names() + "; got '" + o.algo + "'");
+    if (!a)
+      throw UserError("command line", 0, "--algo",
+                      "expected best (alias auto), nccl or one of: " + algorithm_names() + "; got '" + o.algo + "'");
     CollectiveRequest probe;
     probe.op = spec.op;
     probe.ranks = spec.ranks;
@@ -81,7 +84,8 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
     if (auto why = a->not_applicable(cluster, probe)) throw UserError(cluster.spec.file, 0, "--algo", *why);
   }
   spec.algorithm = o.algo;
-  spec.every_algorithm = true;  // auto tries the collective-only algorithms too (NVLS, PAT, ...)
+  spec.every_algorithm = true;  // best tries the collective-only algorithms too (NVLS, PAT, ...)
+  spec.compare_with_best = o.algo == "nccl";  // where NCCL's pick is not the fastest
   auto type = find_data_type(o.type);
   if (!type) throw UserError("command line", 0, "--dtype", "expected int8, uint8, half, bfloat16, float, int32, double or int64; got '" + o.type + "'");
   spec.type = *type;
@@ -106,13 +110,61 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
     throw UserError("command line", 0, "-f", "expected a factor > 1 to step from -b to -e (or -b equal to -e)");
   spec.sizes_bytes = geometric_sizes(lo, hi, factor);
   spec.root = static_cast<int>(parse_integer(o.root, "--root", 0, gpus - 1));
+  if (o.algo == "nccl") {
+    // NCCL's tuner chooses among its own protocols; whether one is left does not depend on size.
+    const CollectiveRequest probe{spec.op, spec.ranks, spec.sizes_bytes.front(), spec.channels, Protocol{}, spec.root};
+    if (!nccl_choose(cluster, probe, spec.protocol, false))
+      throw UserError("command line", 0, "--proto",
+                      fmt::format("expected a protocol NCCL's tuner runs {} with here (auto, or {}); got '{}'", o.op,
+                                  spec.op == Op::all_to_all || spec.op == Op::send_recv ? "Simple" : "LL, LL128, Simple",
+                                  o.proto));
+  }
   return spec;
 }
 
+/// How much slower NCCL's pick ran than the best simulated pair (0 where it is the best).
+double nccl_slowdown(const SweepRow& r) {
+  return r.best && r.best->time_s > 0 ? r.time_s / r.best->time_s - 1 : 0.0;
+}
+
+bool nccl_differs(const SweepRow& r) {
+  return r.best && (r.best->algorithm != r.algorithm || r.best->protocol != r.protocol);
+}
+
+/// The tuner's estimate, and the best simulated pair where it is not NCCL's pick.
+std::string nccl_note(const SweepRow& r) {
+  if (!r.best) return "";
+  std::string out = r.nccl_predicted_s ? fmt::format("  predicted {:.2f} us", *r.nccl_predicted_s * 1e6) : "  predicted -";
+  if (nccl_differs(r))
+    out += fmt::format("  best {}/{} {:.2f} us: nccl {:+.1f}%", r.best->algorithm, r.best->protocol, r.best->time_s * 1e6,
+                       100 * nccl_slowdown(r));
+  return out;
+}
+
+std::string nccl_summary(const std::vector<SweepRow>& rows) {
+  int differ = 0;
+  const SweepRow* worst = nullptr;
+  for (const SweepRow& r : rows) {
+    if (!nccl_differs(r)) continue;
+    ++differ;
+    if (!worst || nccl_slowdown(r) > nccl_slowdown(*worst)) worst = &r;
+  }
+  if (!worst) return fmt::format("# nccl vs best: NCCL's pick is the fastest simulated at all {} sizes\n", rows.size());
+  return fmt::format("# nccl vs best: another pair is faster at {} of {} sizes; at most {:.1f}% ({} B: {}/{} over {}/{})\n",
+                     differ, rows.size(), 100 * nccl_slowdown(*worst), worst->size_bytes, worst->best->algorithm,
+                     worst->best->protocol, worst->algorithm, worst->protocol);
+}
+
 void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
-  std::cout << fmt::format("# clustersim collective: {} on {} GPUs of {} ({}), algo {}, {}{} channels\n#\n", o.op,
+  std::cout << fmt::format("# clustersim collective: {} on {} GPUs of {} ({}), algo {}, {}{} channels\n", o.op,
                            spec.ranks.size(), cluster.spec.name, cluster.spec.fabric.type, o.algo,
                            spec.nccl_channels ? "up to " : "", spec.channels);
+  if (spec.algorithm == "nccl")
+    std::cout << fmt::format("# nccl: NCCL 2.30.7's tuner ({} row of src/graph/tuning.cc) picks each size's algorithm, protocol "
+                             "and channels; 'predicted' is its own estimate, 'best' the fastest simulated pair where it "
+                             "is not NCCL's\n",
+                             to_string(gpu_generation(cluster.spec.gpu)));
+  std::cout << "#\n";
   // deepep also prints the bandwidths DeepEP's benchmark prints, counted its way.
   const bool deepep = !rows.empty() && rows.front().deepep_nvl_GBps.has_value();
   if (deepep)
@@ -133,12 +185,13 @@ void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec
         deepep ? fmt::format(" {:>8} {:>8.2f}", r.deepep_rdma_GBps ? fmt::format("{:.2f}", *r.deepep_rdma_GBps) : "-",
                              r.deepep_nvl_GBps.value_or(0))
                : "";
-    std::cout << fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}/{}\n", r.size_bytes,
+    std::cout << fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}/{}{}\n", r.size_bytes,
                              r.count, spec.type.name, reduces ? "sum" : "none", root, r.time_s * 1e6, r.algbw_GBps,
-                             r.busbw_GBps, extra, r.algorithm, r.protocol);
+                             r.busbw_GBps, extra, r.algorithm, r.protocol, nccl_note(r));
     busbw_sum += r.busbw_GBps;
   }
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : busbw_sum / rows.size());
+  if (spec.algorithm == "nccl") std::cout << nccl_summary(rows);
 }
 
 nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
@@ -171,6 +224,14 @@ nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const S
                                {"busbw_GBps", r.busbw_GBps},   {"algorithm", r.algorithm},
                                {"protocol", r.protocol},       {"channels", r.channels}};
     if (r.deepep_nvl_GBps) row["deepep_nvl_GBps"] = *r.deepep_nvl_GBps;
+    if (r.best) {
+      row["nccl_predicted_us"] = r.nccl_predicted_s ? nlohmann::ordered_json(*r.nccl_predicted_s * 1e6) : nlohmann::ordered_json();
+      row["best_algorithm"] = r.best->algorithm;
+      row["best_protocol"] = r.best->protocol;
+      row["best_channels"] = r.best->channels;
+      row["best_time_us"] = r.best->time_s * 1e6;
+      row["nccl_slowdown"] = nccl_slowdown(r);
+    }
     if (r.deepep_rdma_GBps) row["deepep_rdma_GBps"] = *r.deepep_rdma_GBps;
     j["rows"].push_back(std::move(row));
   }
@@ -209,7 +270,9 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--cluster", o->cluster, "cluster YAML file")->required();
   cmd->add_option("--gpus,-g", o->gpus, "number of GPUs (the cluster's first N)")->required();
   cmd->add_option("--op", o->op, "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv");
-  cmd->add_option("--algo", o->algo, "algorithm name (see `clustersim list`) or auto");
+  cmd->add_option("--algo", o->algo,
+                  "best (the default, alias auto: simulate every algorithm and protocol, keep the fastest), nccl "
+                  "(NCCL's tuner picks; the best is shown beside it), or an algorithm (see `clustersim list`)");
   cmd->add_option("--proto", o->proto, "LL, LL128, Simple, ideal, or auto");
   cmd->add_option("--dtype,-d", o->type, "element type (float)");
   cmd->add_option("--channels", o->channels, "channels, 1 to 64 (default: up to 2 per NIC, fewer for small sizes as NCCL chooses; deepep: 10, two SMs each)");

@@ -56,6 +56,12 @@ void add_list_command(CLI::App& app) {
       std::cout << fmt::format("  {:<18} {}  [{}{}]\n", a->name(), a->description(), ops,
                                a->in_iteration_auto() ? "" : "; not in iterations' auto");
     }
+    std::cout << "algorithm choice (--algo):\n";
+    std::cout << fmt::format("  {:<18} {}\n", "best",
+                             "simulate every applicable algorithm and protocol per size, keep the fastest (collective's default; alias auto)");
+    std::cout << fmt::format("  {:<18} {}\n", "nccl",
+                             "NCCL 2.30.7's tuner: algorithm, protocol and channels from its cost model, nothing simulated "
+                             "to choose (training iterations' default; a scenario's collectives.algorithm: best asks for the other)");
     std::cout << "protocols:\n";
     for (const Protocol& p : nccl_protocols())
       std::cout << fmt::format("  {:<8} {:.2f} of bandwidth, base latency ring {:.1f} us / tree {:.1f} us, "
