@@ -82,3 +82,13 @@ TEST_CASE("dual-plane bisection counts both ports of every NIC; one flow gets on
   g.add(test::flow_on(r, 0, 8, 1'000'000'000));
   CHECK(makespan(engine.run(g)) == Approx(r.latency_s + 1e9 / (0.94 * kPort_Bps)).epsilon(1e-9));
 }
+
+TEST_CASE("bench --fabric-only routes two transfers per GPU and names a cluster it cannot read") {
+  // 1024 GPUs, each to the next node and to the node half the cluster away: 2048 routes, none to itself.
+  const test::CliResult r = test::run_cli("bench --fabric-only --cluster " + test::source_path(kDualPlane));
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.stdout_text.find("1024 GPUs, 48 switches, 6144 links") != std::string::npos);
+  CHECK(r.stdout_text.find(" 2048 ") != std::string::npos);
+  CHECK(test::run_cli("bench --fabric-only --cluster /nonexistent.yaml").exit_code == 2);
+}
