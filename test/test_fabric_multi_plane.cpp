@@ -70,7 +70,7 @@ TEST_CASE("a flow stays in the plane its hash picks, and hashes use both planes"
   CHECK(seen == std::set<std::string>{"plane0", "plane1"});
 }
 
-TEST_CASE("dual-plane bisection counts both ports of every NIC; one flow gets one port") {
+TEST_CASE("dual-plane bisection counts both ports of every NIC, and one flow gets one port") {
   // (128 / 2) nodes x 8 NICs x 2 ports x 25 GB/s; PCIe (64 GB/s) is above a NIC's 50.
   const Cluster& c = test::shipped_cluster(kDualPlane);
   CHECK(bisection_bandwidth_Bps(c) == Approx(64 * 8 * 2 * kPort_Bps));

@@ -27,7 +27,7 @@ TEST_CASE("NVL72 counts: 8 racks of 72 GPUs, one NVLink domain each, 18 leaves a
   CHECK(r.links_per_type.at("ndr") == 576 + 18 * 32);
 }
 
-TEST_CASE("any two GPUs of a rack are one NVSwitch apart; other racks are across the fabric") {
+TEST_CASE("any two GPUs of a rack are one NVSwitch apart, other racks across the fabric") {
   const Cluster& c = test::shipped_cluster(kNvl72);
   const Router router(c);
   for (int dst : {1, 35, 71}) {  // trays 0, 8 and 17 of rack 0
@@ -40,7 +40,7 @@ TEST_CASE("any two GPUs of a rack are one NVSwitch apart; other racks are across
   CHECK(c.links[link_of(out.links[1])].type == "ndr");
 }
 
-TEST_CASE("NVL72 bisection: 4 racks x 72 NICs x 50 GB/s; NVLink inside a rack is 18x that per GPU") {
+TEST_CASE("NVL72 bisection is 4 racks x 72 NICs x 50 GB/s, and NVLink in a rack 18x that per GPU") {
   // Closed form of a 1:1 tree: (8/2) x 72 x 400 Gb/s. Per GPU the rack's NVLink carries 900 GB/s each
   // way (NVIDIA GB200 NVL72 datasheet), 18 times the 50 GB/s its NIC gives it.
   const Cluster& c = test::shipped_cluster(kNvl72);

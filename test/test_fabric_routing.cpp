@@ -3,6 +3,7 @@
 // fat tree, two flows that ECMP hashes onto one uplink run at half rate; the other two do not.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <string>
 
 #include "collectives/spray.hpp"
@@ -95,5 +96,34 @@ TEST_CASE("adaptive routing sends the second flow up the uplink the first left f
     CAPTURE(ch);
     CHECK(a.links[2] != b.links[2]);
     CHECK(run_pair(c, a, b)[1] == Approx(b.latency_s + 1.0 * kSize / kUplink_Bps).epsilon(1e-9));
+  }
+}
+
+namespace {
+/// `collective`'s "Avg bus bandwidth" line, in GB/s, for a 1 GiB ring all-reduce on 64 GPUs.
+double ring_busbw_GBps(const std::string& cluster_file) {
+  const test::CliResult r = test::run_cli("collective --cluster " + cluster_file + " --gpus 64 -b 1G -e 1G --algo ring");
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  const std::string key = "Avg bus bandwidth    : ";
+  const auto at = r.stdout_text.find(key);
+  REQUIRE(at != std::string::npos);
+  return std::stod(r.stdout_text.substr(at + key.size()));
+}
+}  // namespace
+
+TEST_CASE("a 64-GPU ring on the A100 fat tree: hashing halves it, spraying and adaptive routing do not") {
+  // Without rails ring hops change leaves, and ECMP puts two hops of a channel on one uplink. The
+  // same nodes with rails (dgx-a100-superpod.yaml) never share an uplink: the reference.
+  const std::string tree = test::source_path("scenarios/clusters/dgx-a100-fat-tree.yaml");
+  const double rails = ring_busbw_GBps(test::source_path("scenarios/clusters/dgx-a100-superpod.yaml"));
+  CHECK(ring_busbw_GBps(tree) < 0.6 * rails);
+  for (const char* routing : {"spray", "adaptive"}) {
+    const std::string file = test::temp_file(
+        test::shipped_with("scenarios/clusters/dgx-a100-fat-tree.yaml", "  type: fat_tree\n",
+                           std::string("  type: fat_tree\n  routing: ") + routing + "\n"));
+    CAPTURE(routing);
+    CHECK(ring_busbw_GBps(file) == Approx(rails).epsilon(0.01));
+    std::remove(file.c_str());
   }
 }
