@@ -23,7 +23,8 @@ double nvlink_egress_Bps(const Cluster& c, int gpu) {
 
 double nic_Bps(const Cluster& c, int gpu) {
   if (c.nic_port_link.empty()) return 0;
-  return c.effective_bandwidth_Bps(c.nic_port_link[static_cast<std::size_t>(c.nic_of_gpu(gpu))]);
+  // A multi-plane NIC's ports all carry the GPU's traffic (topologies/fabric_multi_plane.cpp).
+  return c.ports_per_nic() * c.effective_bandwidth_Bps(c.nic_port_link[static_cast<std::size_t>(c.nic_of_gpu(gpu))]);
 }
 
 /// C(a - b, k) / C(a, k): the chance that k distinct picks out of a all miss a set of b.

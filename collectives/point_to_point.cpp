@@ -18,11 +18,9 @@ void route_transfer(const Router& router, int src, int dst, bool pxn, std::uint6
   const Cluster& c = router.cluster();
   if (!crosses_network(c, src, dst)) return router.append_scale_up(src, dst, r);
   const int dst_nic = c.nic_of_gpu(dst);
-  int src_nic = c.nic_of_gpu(src);
-  if (pxn) {
-    src_nic = c.node_of_gpu(src) * c.nics_per_node() + c.rail_of_nic(dst_nic);
-    router.append_scale_up(src, c.gpu_of_nic(src_nic), r);
-  }
+  int src_nic = router.egress_nic(src, dst_nic);  // another rail's NIC on a rail-only fabric
+  if (pxn) src_nic = c.node_of_gpu(src) * c.nics_per_node() + c.rail_of_nic(dst_nic);
+  if (src_nic != c.nic_of_gpu(src)) router.append_scale_up(src, c.gpu_of_nic(src_nic), r);
   // As Router::route_between_nics: PCIe to the NIC, the fabric, PCIe from the NIC.
   r.append(c, forward(c.nic_pcie_link[src_nic]));
   router.append_network(src_nic, dst_nic, hash, r);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "collectives/spray.hpp"
 #include "simulator/fluid_solver.hpp"
 #include "simulator/simgrid_solver.hpp"
 
@@ -76,12 +77,14 @@ struct FabricEngine::Impl {
   std::vector<double> link_bytes;
   std::unique_ptr<FluidSolver> fluid;
   std::unique_ptr<SimGridSolver> simgrid;
+  std::unique_ptr<Router> spray_router;  // fabric.routing: spray
 };
 
 FabricEngine::FabricEngine(const Cluster& cluster, Solver solver) : impl_(std::make_unique<Impl>()) {
   impl_->solver = solver;
   impl_->gpus = cluster.gpu_count();
   impl_->link_directions = 2 * cluster.links.size();
+  if (cluster.spec.fabric.routing == Routing::spray) impl_->spray_router = std::make_unique<Router>(cluster);
   if (solver == Solver::fluid)
     impl_->fluid = std::make_unique<FluidSolver>(link_capacities_Bps(cluster));
   else
@@ -99,7 +102,11 @@ void FabricEngine::record_link_bytes(bool on) {
 
 const std::vector<double>& FabricEngine::last_link_bytes() const { return impl_->link_bytes; }
 
-std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
+std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
+  // Spraying lowers each fabric-crossing flow into sub-flows behind a join in its place.
+  FlowGraph sprayed;
+  if (impl_->spray_router) sprayed = spray_flows(*impl_->spray_router, input);
+  const FlowGraph& graph = impl_->spray_router ? sprayed : input;
   bool copied = false;
   for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id) {
     check_flow(graph.flows[id], id, impl_->gpus, graph.flows.size());
@@ -124,6 +131,7 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& graph) {
     for (const Flow& f : graph.flows)
       for (LinkDir d : f.links) impl_->link_bytes[static_cast<std::size_t>(d)] += static_cast<double>(f.size_bytes) * f.copies;
   }
+  finish.resize(input.flows.size());
   return finish;
 }
 

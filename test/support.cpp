@@ -62,6 +62,16 @@ fabric:
     - {radix: 2}
 )";
 
+Flow flow_on(const Route& r, int src_gpu, int dst_gpu, Bytes size) {
+  Flow f;
+  f.src_gpu = src_gpu;
+  f.dst_gpu = dst_gpu;
+  f.links = r.links;
+  f.size_bytes = size;
+  f.latency_s = r.latency_s;
+  return f;
+}
+
 std::string source_path(const std::string& relative) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/" + relative; }
 
 const Cluster& shipped_cluster(const std::string& relative) {

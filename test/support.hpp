@@ -7,6 +7,7 @@
 
 #include "collectives/collective.hpp"
 #include "topologies/cluster.hpp"
+#include "topologies/router.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/gpu_catalog.hpp"
 #include "workloads/model.hpp"
@@ -44,6 +45,9 @@ CollectiveRequest request(Op op, int n, Bytes size, int channels, const char* pr
 
 /// A cluster from YAML text (named `name` in errors).
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name = "test.yaml");
+
+/// A flow of `size` bytes from src to dst over route `r`, paying its latency.
+Flow flow_on(const Route& r, int src_gpu, int dst_gpu, Bytes size);
 
 /// The whole text of a file; one that cannot be read fails the test.
 std::string read_file(const std::string& path);

@@ -83,7 +83,7 @@ TEST_CASE("malformed YAML is reported at the line of the syntax error") {
 TEST_CASE("an unknown key is rejected with the keys allowed there") {
   expect_cluster_error({kSuperpod, "latency_us: 0.6, gpus:", "latency_us: 0.6, speed: 400, gpus:", "speed: 400",
                         "node.nics.speed"},
-                       "unknown key (expected one of: count, link_type, bandwidth_Gbps, latency_us, gpus)");
+                       "unknown key (expected one of: count, ports, link_type, bandwidth_Gbps, latency_us, gpus)");
 }
 
 TEST_CASE("a word where an integer belongs is a type error") {
@@ -129,7 +129,7 @@ TEST_CASE("a NIC next to a GPU the node does not have is rejected") {
 }
 
 TEST_CASE("an unknown fabric type is rejected with the known ones") {
-  expect_cluster_error({kSuperpod, "type: rail_optimized", "type: torus", "torus", "fabric.type"},
+  expect_cluster_error({kSuperpod, "type: rail_optimized", "type: hypercube", "hypercube", "fabric.type"},
                        "expected a fabric type, one of: single_switch, fat_tree, rail_optimized");
 }
 

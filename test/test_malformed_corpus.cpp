@@ -81,7 +81,8 @@ bool is_number(const std::string& s) {
 
 /// Fields that hold counts (integers); the others with numbers are real quantities.
 const std::set<std::string> kIntegerKeys = {
-    "gpus", "count", "nodes", "nodes_per_unit", "radix", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
+    "gpus", "count", "ports", "planes", "dims", "groups", "routers_per_group", "global_links", "nodes",
+    "nodes_per_unit", "radix", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
     "vocab", "seq_len", "tp", "pp", "dp", "ep", "cp", "virtual_stages", "global_batch", "microbatch", "seed",
     "routed_experts", "top_k", "shared_experts", "expert_ffn_hidden", "dense_layers", "node_limit", "tokens",
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "zero_stage", "stage_layers"};
@@ -369,7 +370,7 @@ const std::set<std::string> kOptionalKeys = {
     "description", "note", "source", "kv_heads", "virtual_stages", "sequence_parallel", "distributed_optimizer",
     "zero_stage", "order", "attention", "ep", "cp", "cp_comm", "stage_layers", "overlap_grad_reduce",
     "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "reshard_after_forward",
-    "nodes_per_unit", "oversubscription", "shared_experts", "dense_layers", "capacity_factor", "dropless",
+    "nodes_per_unit", "ports", "oversubscription", "shared_experts", "dense_layers", "capacity_factor", "dropless",
     "node_limit", "placement", "routing", "hot_factor", "seed", "dispatch", "hbm_GB", "hbm_GiB",
     "gemm_efficiency", "attention_efficiency", "hbm_efficiency", "score_matmul_efficiency",
     "in_training_efficiency", "fp8_gemm_efficiency", "streaming_multiprocessors", "interference", "uncalibrated",

@@ -66,9 +66,10 @@ LinkId Cluster::connect_switches(int lower, int upper) {
   return l;
 }
 
-void Cluster::attach_nic(int nic, int switch_index) {
-  nic_port_link[nic] = add_link(nic_vertex[nic], switches[switch_index].vertex, spec.node.nic_link);
-  nic_switch[nic] = switch_index;
+void Cluster::attach_nic_port(int port, int switch_index) {
+  const int nic = port % nic_count();
+  nic_port_link[port] = add_link(nic_vertex[nic], switches[switch_index].vertex, spec.node.nic_link);
+  nic_switch[port] = switch_index;
 }
 
 namespace {
@@ -99,8 +100,6 @@ void build_node(Cluster& c, int node) {
     int v = c.add_vertex(VertexKind::nic, 0, node, prefix + "nic" + std::to_string(i));
     c.nic_vertex.push_back(v);
     c.nic_pcie_link.push_back(c.add_link(c.gpu_vertex[first_gpu + n.nic_gpu[i]], v, n.pcie_link));
-    c.nic_port_link.push_back(-1);
-    c.nic_switch.push_back(-1);
   }
 }
 
@@ -110,9 +109,12 @@ Cluster build_cluster(const ClusterSpec& spec) {
   Cluster c;
   c.spec = spec;
   for (int node = 0; node < spec.fabric.nodes; ++node) build_node(c, node);
+  const std::size_t ports = c.nic_vertex.size() * static_cast<std::size_t>(spec.node.nic_ports);
+  c.nic_port_link.assign(ports, -1);
+  c.nic_switch.assign(ports, -1);
   find_fabric(spec.fabric.type)->build(c);
-  for (std::size_t nic = 0; nic < c.nic_switch.size(); ++nic)
-    assert(c.nic_switch[nic] >= 0 && "every NIC is wired to a switch");
+  for (std::size_t port = 0; port < c.nic_switch.size(); ++port)
+    assert(c.nic_switch[port] >= 0 && "every NIC port is wired to a switch");
   return c;
 }
 

@@ -63,14 +63,22 @@ struct Cluster {
   std::vector<LinkId> mesh_link;       // full-mesh nodes: [node][i][j] flattened, i != j
   std::vector<int> nic_vertex;         // NIC id (node*nics_per_node + local) -> vertex
   std::vector<LinkId> nic_pcie_link;   // NIC <-> the GPU it sits next to
-  std::vector<LinkId> nic_port_link;   // NIC <-> its fabric switch
-  std::vector<int> nic_switch;         // NIC -> switch index
+  // Per NIC port, port-major (nic_port(nic, port)), so [nic] is the NIC's first port.
+  std::vector<LinkId> nic_port_link;   // NIC port <-> its fabric switch
+  std::vector<int> nic_switch;         // NIC port -> switch index
+  /// rail_only: NICs of different rails share no switch, so a transfer between rails first crosses
+  /// the scale-up domain to the GPU next to the destination's rail (topologies/router.hpp).
+  bool rails_isolated = false;
   std::vector<Switch> switches;        // fabric switches
   std::vector<int> switch_of_vertex;   // vertex -> switch index, -1 if not a fabric switch
 
   int nodes() const { return spec.fabric.nodes; }
   int gpus_per_node() const { return spec.node.gpus; }
   int nics_per_node() const { return spec.node.nics; }
+  int ports_per_nic() const { return spec.node.nic_ports; }
+  int nic_count() const { return static_cast<int>(nic_vertex.size()); }
+  /// The id of port `port` of NIC `nic`, the index into nic_port_link and nic_switch.
+  int nic_port(int nic, int port) const { return port * nic_count() + nic; }
   int gpu_count() const { return static_cast<int>(gpu_vertex.size()); }
   int node_of_gpu(int gpu) const { return gpu / gpus_per_node(); }
   int local_of_gpu(int gpu) const { return gpu % gpus_per_node(); }
@@ -90,7 +98,8 @@ struct Cluster {
   LinkId add_link(int a, int b, const LinkSpec& spec);
   int add_switch(int tier, std::string name);
   LinkId connect_switches(int lower, int upper);
-  void attach_nic(int nic, int switch_index);
+  void attach_nic(int nic, int switch_index) { attach_nic_port(nic_port(nic, 0), switch_index); }
+  void attach_nic_port(int nic_port_id, int switch_index);
 };
 
 /// Builds the graph of a validated spec.

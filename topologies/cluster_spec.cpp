@@ -6,6 +6,15 @@
 
 namespace clustersim {
 
+const char* to_string(Routing routing) {
+  switch (routing) {
+    case Routing::ecmp: return "ecmp";
+    case Routing::adaptive: return "adaptive";
+    case Routing::spray: return "spray";
+  }
+  return "?";
+}
+
 namespace {
 
 // Ranges of the physical fields, wide enough for any real cluster and narrow enough that no finite
@@ -17,8 +26,17 @@ constexpr long kMaxGpusPerNode = 16384;      // NVL576 is the largest scale-up d
 constexpr long kMaxFullMeshGpus = 64;        // a full mesh has n(n-1)/2 links: 8 GPUs in real ones
 constexpr long kMaxRadix = 4096;                              // today's largest switch ASICs: 512 ports
 constexpr double kMaxOversubscription = 1000;
+constexpr long kMaxNicPorts = 8;                              // a NIC splits into at most a few planes
+constexpr long kMaxPlanes = 8;
+constexpr long kMaxTorusSide = 65536;                         // three sides multiply well inside a long
 // A bound far above any real cluster that keeps GPU and link ids well inside an int.
 constexpr long kMaxGpus = 1L << 22;
+
+/// A fabric field that only fabrics of type `owner` read is an error on others, not ignored.
+void only_for(const YamlField& fabric, const std::string& type, const char* key, const char* owner) {
+  if (type != owner && fabric.find(key))
+    fabric.child(key).fail(std::string("expected no ") + key + ": only " + owner + " fabrics have it");
+}
 
 /// A count from 1 to max that fits the int the spec keeps it in.
 int read_count(const YamlField& f, long max, const char* unit) { return static_cast<int>(f.as_integer_in(1, max, unit)); }
@@ -57,8 +75,9 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
                          std::to_string(node.gpus));
 
   YamlField nics = f.child("nics");
-  nics.expect_keys({"count", "link_type", "bandwidth_Gbps", "latency_us", "gpus"});
+  nics.expect_keys({"count", "ports", "link_type", "bandwidth_Gbps", "latency_us", "gpus"});
   node.nics = read_count(nics.child("count"), 2L * node.gpus, "NICs (2 per GPU)");
+  if (auto ports = nics.find("ports")) node.nic_ports = read_count(*ports, kMaxNicPorts, "ports");
   node.nic_link = read_link(nics, spec, "bandwidth_Gbps");
   YamlField next_to = nics.child("gpus");
   if (next_to.size() != static_cast<std::size_t>(node.nics))
@@ -75,7 +94,8 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
 }
 
 FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
-  f.expect_keys({"type", "nodes", "nodes_per_unit", "link_type", "bandwidth_Gbps", "latency_us", "tiers"});
+  f.expect_keys({"type", "nodes", "nodes_per_unit", "planes", "dims", "groups", "routers_per_group", "global_links",
+                 "routing", "link_type", "bandwidth_Gbps", "latency_us", "tiers"});
   FabricSpec fabric;
   YamlField type = f.child("type");
   fabric.type = type.as_string();
@@ -83,6 +103,19 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   if (!builder) type.fail("expected a fabric type, one of: " + fabric_names());
   fabric.nodes = read_count(f.child("nodes"), kMaxGpus, "nodes");
   if (auto u = f.find("nodes_per_unit")) fabric.nodes_per_unit = read_count(*u, kMaxGpus, "nodes");
+  if (auto p = f.find("planes")) fabric.planes = read_count(*p, kMaxPlanes, "planes");
+  only_for(f, fabric.type, "planes", "multi_plane");
+  for (const char* key : {"groups", "routers_per_group", "global_links"}) only_for(f, fabric.type, key, "dragonfly");
+  if (auto g = f.find("groups")) fabric.groups = read_count(*g, kMaxGpus, "groups");
+  if (auto r = f.find("routers_per_group")) fabric.routers_per_group = read_count(*r, kMaxRadix, "routers");
+  if (auto h = f.find("global_links")) fabric.global_links = read_count(*h, kMaxRadix, "links");
+  only_for(f, fabric.type, "dims", "torus");
+  if (auto d = f.find("dims"))
+    for (std::size_t i = 0; i < d->size(); ++i) fabric.dims.push_back(read_count(d->element(i), kMaxTorusSide, "routers"));
+  if (auto r = f.find("routing")) {
+    const std::string routing = r->as_choice({"ecmp", "adaptive", "spray"});
+    fabric.routing = routing == "ecmp" ? Routing::ecmp : routing == "adaptive" ? Routing::adaptive : Routing::spray;
+  }
   fabric.switch_link = read_link(f, spec, "bandwidth_Gbps");
   if (auto tiers = f.find("tiers")) {
     for (std::size_t i = 0; i < tiers->size(); ++i) {
@@ -96,6 +129,11 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   }
   if (static_cast<long>(fabric.nodes) * spec.node.gpus > kMaxGpus)
     f.child("nodes").fail("expected at most " + std::to_string(kMaxGpus) + " GPUs in all (nodes x node.gpus)");
+  if (!builder->wires_planes()) {
+    if (spec.node.nic_ports > 1)
+      f.child("type").fail("expected multi_plane for NICs of " + std::to_string(spec.node.nic_ports) +
+                           " ports (node.nics.ports); " + fabric.type + " wires one port per NIC");
+  }
   builder->validate(fabric, spec.node, f);
   return fabric;
 }

@@ -32,7 +32,8 @@ struct NodeSpec {
   LinkSpec scale_up_link;      // nvswitch: per GPU per direction; full_mesh: per GPU pair per direction
   bool nvls = false;           // the NVSwitch reduces and multicasts in the switch (NVLink SHARP, NVSwitch gen 3+)
   int nics = 0;
-  LinkSpec nic_link;           // NIC <-> first switch
+  int nic_ports = 1;           // ports per NIC, each its own link at nic_link's rate (multi_plane wires them to planes)
+  LinkSpec nic_link;           // NIC port <-> first switch
   std::vector<int> nic_gpu;    // nic_gpu[i]: the GPU NIC i sits next to
   LinkSpec pcie_link;          // GPU <-> its NIC
 };
@@ -42,12 +43,22 @@ struct TierSpec {
   double oversubscription = 1.0;  // down:up port ratio of this tier's switches
 };
 
+/// How a switch picks among equal-cost next hops (topologies/router.hpp).
+enum class Routing { ecmp, adaptive, spray };
+const char* to_string(Routing routing);
+
 struct FabricSpec {
-  std::string type;            // a registered fabric builder: single_switch, fat_tree, rail_optimized
+  std::string type;            // a registered fabric builder (`clustersim list` names them)
   int nodes = 0;
   int nodes_per_unit = 0;      // rail_optimized: nodes per scalable unit
   LinkSpec switch_link;        // switch <-> switch
   std::vector<TierSpec> tiers; // tier 1 = leaves
+  int planes = 0;              // multi_plane: planes, each with its own switches (0: not given)
+  std::vector<int> dims;       // torus: switches along each dimension, their product the node count
+  int groups = 0;              // dragonfly: groups of all-to-all routers
+  int routers_per_group = 0;   // dragonfly
+  int global_links = 0;        // dragonfly: links from each router to other groups
+  Routing routing = Routing::ecmp;
 };
 
 struct ClusterSpec {

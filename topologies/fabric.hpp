@@ -19,6 +19,8 @@ class FabricBuilder {
   virtual void validate(const FabricSpec& fabric, const NodeSpec& node, const YamlField& field) const = 0;
   /// Adds the switches and links; the nodes (GPUs, NVSwitch, NICs) already exist.
   virtual void build(Cluster& cluster) const = 0;
+  /// Whether the fabric takes NICs of several ports (fabric.planes wires each to its own plane).
+  virtual bool wires_planes() const { return false; }
 };
 
 const FabricBuilder* find_fabric(const std::string& name);
@@ -41,7 +43,9 @@ void check_ports(const FabricSpec& fabric, const YamlField& field);
 /// The Clos layers above a set of leaves. `pods` partitions the leaves; with two tiers it must be a
 /// single pod. Spines of a pod connect to every leaf of the pod, cores of plane j to spine j of every
 /// pod, each pair by an equal number of parallel links.
-void build_clos_above(Cluster& cluster, const std::vector<std::vector<int>>& pods, const std::vector<TierSpec>& tiers);
+/// `prefix` starts every switch name, so the trees of several planes or rails stay apart in DOT.
+void build_clos_above(Cluster& cluster, const std::vector<std::vector<int>>& pods, const std::vector<TierSpec>& tiers,
+                      const std::string& prefix = "");
 /// The switch counts build_clos_above would produce, for validation: {spines per pod, cores per plane}.
 struct ClosShape {
   int spines_per_pod = 0;
@@ -49,5 +53,20 @@ struct ClosShape {
   std::string problem;  // empty when buildable
 };
 ClosShape clos_shape(int pods, int leaves_per_pod, const std::vector<TierSpec>& tiers);
+
+/// A fat tree over a list of NIC ports (fabric_tree.cpp): they fill leaves in list order and the
+/// Clos above joins the leaves. One tier is one switch; three tiers over one pod drop the core. The
+/// fat_tree fabric is this over every port; rail_only builds one per rail, multi_plane one per plane.
+struct TreeLayout {
+  int leaves = 0;
+  int leaves_per_pod = 0;
+  int pods = 0;
+  std::vector<TierSpec> tiers;  // the tiers actually built
+  std::string problem;          // empty when buildable
+};
+TreeLayout tree_layout(long ports, const std::vector<TierSpec>& tiers);
+/// Builds tree_layout(ports.size(), tiers), which must have no problem; `ports` are nic_port ids.
+void build_tree_over(Cluster& cluster, const std::vector<int>& ports, const std::vector<TierSpec>& tiers,
+                     const std::string& prefix);
 
 }  // namespace clustersim

@@ -67,15 +67,16 @@ ClosShape clos_shape(int pods, int leaves_per_pod, const std::vector<TierSpec>& 
   return shape;
 }
 
-void build_clos_above(Cluster& c, const std::vector<std::vector<int>>& pods, const std::vector<TierSpec>& tiers) {
+void build_clos_above(Cluster& c, const std::vector<std::vector<int>>& pods, const std::vector<TierSpec>& tiers,
+                      const std::string& prefix) {
   const ClosShape shape = clos_shape(static_cast<int>(pods.size()), static_cast<int>(pods.front().size()), tiers);
   const int leaf_up = split_ports(tiers[0]).up;
   std::vector<std::vector<int>> spines_of_pod;
   for (std::size_t p = 0; p < pods.size(); ++p) {
     std::vector<int> spines;
     for (int s = 0; s < shape.spines_per_pod; ++s)
-      spines.push_back(c.add_switch(2, pods.size() == 1 ? "spine" + std::to_string(s)
-                                                         : "pod" + std::to_string(p) + ".spine" + std::to_string(s)));
+      spines.push_back(c.add_switch(2, prefix + (pods.size() == 1 ? "spine" + std::to_string(s)
+                                                                  : "pod" + std::to_string(p) + ".spine" + std::to_string(s))));
     for (int leaf : pods[p])
       for (int k = 0; k < leaf_up; ++k) c.connect_switches(leaf, spines[k % shape.spines_per_pod]);
     spines_of_pod.push_back(spines);
@@ -85,7 +86,7 @@ void build_clos_above(Cluster& c, const std::vector<std::vector<int>>& pods, con
   for (int plane = 0; plane < shape.spines_per_pod; ++plane) {
     std::vector<int> cores;
     for (int k = 0; k < shape.cores_per_plane; ++k)
-      cores.push_back(c.add_switch(3, "plane" + std::to_string(plane) + ".core" + std::to_string(k)));
+      cores.push_back(c.add_switch(3, prefix + "group" + std::to_string(plane) + ".core" + std::to_string(k)));
     for (const auto& spines : spines_of_pod)
       for (int k = 0; k < spine_up; ++k) c.connect_switches(spines[plane], cores[k % shape.cores_per_plane]);
   }

@@ -5,9 +5,14 @@ namespace clustersim {
 const FabricBuilder& single_switch_fabric();
 const FabricBuilder& fat_tree_fabric();
 const FabricBuilder& rail_optimized_fabric();
+const FabricBuilder& rail_only_fabric();
+const FabricBuilder& multi_plane_fabric();
+const FabricBuilder& torus_fabric();
+const FabricBuilder& dragonfly_fabric();
 
 std::vector<const FabricBuilder*> all_fabrics() {
-  return {&single_switch_fabric(), &fat_tree_fabric(), &rail_optimized_fabric()};
+  return {&single_switch_fabric(), &fat_tree_fabric(), &rail_optimized_fabric(), &rail_only_fabric(),
+          &multi_plane_fabric(), &torus_fabric(), &dragonfly_fabric()};
 }
 
 const FabricBuilder* find_fabric(const std::string& name) {

@@ -2,7 +2,6 @@
 
 #include <cassert>
 #include <stdexcept>
-#include <deque>
 #include <limits>
 
 namespace clustersim {
@@ -38,14 +37,18 @@ const std::vector<std::uint16_t>& Router::distances_to(int dst_switch) const {
   auto& dist = distance_cache_[dst_switch];
   if (!dist.empty()) return dist;
   dist.assign(cluster_.switches.size(), kUnreachable);
-  std::deque<int> queue{dst_switch};
+  // A flat queue: every switch enters it at most once. The BFS is most of what routing a 100K-GPU
+  // fabric costs (one per destination leaf), so it stays a tight loop.
+  std::vector<int> queue;
+  queue.reserve(cluster_.switches.size());
+  queue.push_back(dst_switch);
   dist[dst_switch] = 0;
-  while (!queue.empty()) {
-    int s = queue.front();
-    queue.pop_front();
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const int s = queue[head];
+    const std::uint16_t next = static_cast<std::uint16_t>(dist[s] + 1);
     for (const SwitchPort& p : cluster_.switches[s].ports)
       if (dist[p.peer_switch] == kUnreachable) {
-        dist[p.peer_switch] = static_cast<std::uint16_t>(dist[s] + 1);
+        dist[p.peer_switch] = next;
         queue.push_back(p.peer_switch);
       }
   }
@@ -68,28 +71,95 @@ void Router::append_scale_up(int src_gpu, int dst_gpu, Route& into) const {
 }
 
 void Router::append_network(int src_nic, int dst_nic, std::uint64_t hash, Route& into) const {
-  into.append(cluster_, forward(cluster_.nic_port_link[src_nic]));  // NIC -> its switch
-  const int target = cluster_.nic_switch[dst_nic];
+  // A multi-plane NIC's ports sit on disjoint planes: both ends take the same port, hence plane.
+  const int ports = cluster_.ports_per_nic();
+  const int port = ports == 1 ? 0 : static_cast<int>(mix(hash ^ 0x5A17ULL) % static_cast<std::uint64_t>(ports));
+  walk_ports(cluster_.nic_port(src_nic, port), cluster_.nic_port(dst_nic, port), hash, -1, into);
+}
+
+void Router::append_port_path(int src_port, int dst_port, std::uint64_t hash, int way, Route& into) const {
+  walk_ports(src_port, dst_port, hash, way, into);
+}
+
+int Router::adaptive_pick(int at, const std::vector<std::uint16_t>& dist, std::uint64_t hash) const {
+  // Least flows routed so far over the candidate uplink; ties go round from the hashed candidate,
+  // so equal loads still spread and the choice stays deterministic.
+  if (routed_on_.empty()) routed_on_.assign(2 * cluster_.links.size(), 0);
+  const auto& ports = cluster_.switches[at].ports;
+  const std::size_t n = ports.size();
+  const std::size_t first = static_cast<std::size_t>(mix(hash ^ (static_cast<std::uint64_t>(at) << 32)) % n);
+  int best = -1, best_load = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = (first + k) % n;
+    const SwitchPort& p = ports[i];
+    if (dist[p.peer_switch] + 1 != dist[at]) continue;
+    const LinkDir d = cluster_.links[p.link].a == cluster_.switches[at].vertex ? forward(p.link) : backward(p.link);
+    const int load = routed_on_[static_cast<std::size_t>(d)];
+    if (best < 0 || load < best_load) best = static_cast<int>(i), best_load = load;
+  }
+  return best;
+}
+
+void Router::walk_ports(int src_port, int dst_port, std::uint64_t hash, int way, Route& into) const {
+  into.append(cluster_, forward(cluster_.nic_port_link[src_port]));  // NIC -> its switch
+  const int target = cluster_.nic_switch[dst_port];
   const auto& dist = distances_to(target);
-  int at = cluster_.nic_switch[src_nic];
-  // Builders only make connected fabrics; a hole here is a builder bug, not bad input.
+  int at = cluster_.nic_switch[src_port];
+  // Builders only make connected fabrics and the router never asks across planes or isolated rails;
+  // a hole here is a bug, not bad input.
   if (dist[at] == kUnreachable) throw std::logic_error("fabric is disconnected: no route between two NICs");
+  const bool adaptive = way < 0 && cluster_.spec.fabric.routing == Routing::adaptive;
+  // A torus's routers list their ports dimension by dimension (fabric_torus.cpp): the first
+  // equal-cost port is dimension-ordered routing.
+  const bool dimension_ordered = way < 0 && !adaptive && cluster_.spec.fabric.type == "torus";
   while (at != target) {
     const auto& ports = cluster_.switches[at].ports;
-    int candidates = 0;
-    for (const SwitchPort& p : ports) candidates += dist[p.peer_switch] + 1 == dist[at];
-    int pick = static_cast<int>(mix(hash ^ (static_cast<std::uint64_t>(at) << 32)) % static_cast<std::uint64_t>(candidates));
-    for (const SwitchPort& p : ports) {
-      if (dist[p.peer_switch] + 1 != dist[at]) continue;
-      if (pick-- == 0) {
-        const Switch& from = cluster_.switches[at];
-        into.append(cluster_, cluster_.links[p.link].a == from.vertex ? forward(p.link) : backward(p.link));
-        at = p.peer_switch;
-        break;
-      }
+    const SwitchPort* next = nullptr;
+    if (adaptive) {
+      next = &ports[static_cast<std::size_t>(adaptive_pick(at, dist, hash))];
+    } else {
+      int candidates = 0;
+      for (const SwitchPort& p : ports) candidates += dist[p.peer_switch] + 1 == dist[at];
+      const std::uint64_t spread = mix(hash ^ (static_cast<std::uint64_t>(at) << 32));
+      int pick = dimension_ordered ? 0
+                                   : static_cast<int>((way < 0 ? spread : spread + static_cast<std::uint64_t>(way)) %
+                                                      static_cast<std::uint64_t>(candidates));
+      for (const SwitchPort& p : ports)
+        if (dist[p.peer_switch] + 1 == dist[at] && pick-- == 0) {
+          next = &p;
+          break;
+        }
     }
+    const Switch& from = cluster_.switches[at];
+    const LinkDir d = cluster_.links[next->link].a == from.vertex ? forward(next->link) : backward(next->link);
+    if (adaptive) routed_on_[static_cast<std::size_t>(d)] += 1;
+    into.append(cluster_, d);
+    at = next->peer_switch;
   }
-  into.append(cluster_, backward(cluster_.nic_port_link[dst_nic]));  // switch -> NIC
+  into.append(cluster_, backward(cluster_.nic_port_link[dst_port]));  // switch -> NIC
+}
+
+int Router::first_hop_ways(int src_port, int dst_port) const {
+  const int target = cluster_.nic_switch[dst_port], at = cluster_.nic_switch[src_port];
+  const auto& dist = distances_to(target);
+  int candidates = 0;
+  for (const SwitchPort& p : cluster_.switches[at].ports) candidates += dist[p.peer_switch] + 1 == dist[at];
+  return at == target ? 1 : candidates;
+}
+
+int Router::nic_port_of(LinkDir d) const {
+  if (port_of_link_.empty()) {
+    port_of_link_.assign(cluster_.links.size(), -1);
+    for (std::size_t port = 0; port < cluster_.nic_port_link.size(); ++port)
+      port_of_link_[static_cast<std::size_t>(cluster_.nic_port_link[port])] = static_cast<int>(port);
+  }
+  return port_of_link_[static_cast<std::size_t>(link_of(d))];
+}
+
+int Router::egress_nic(int src_gpu, int dst_nic) const {
+  const int own = cluster_.nic_of_gpu(src_gpu);
+  if (!cluster_.rails_isolated || cluster_.rail_of_nic(own) == cluster_.rail_of_nic(dst_nic)) return own;
+  return cluster_.node_of_gpu(src_gpu) * cluster_.nics_per_node() + cluster_.rail_of_nic(dst_nic);
 }
 
 Route Router::route_between_nics(int src_nic, int dst_nic, std::uint64_t hash) const {
@@ -125,7 +195,13 @@ Route Router::compute_route(int src_gpu, int dst_gpu, std::uint64_t hash) const 
     append_scale_up(src_gpu, dst_gpu, r);
     return r;
   }
-  return route_between_nics(cluster_.nic_of_gpu(src_gpu), cluster_.nic_of_gpu(dst_gpu), hash);
+  const int dst_nic = cluster_.nic_of_gpu(dst_gpu);
+  const int src_nic = egress_nic(src_gpu, dst_nic);
+  if (src_nic == cluster_.nic_of_gpu(src_gpu)) return route_between_nics(src_nic, dst_nic, hash);
+  Route r;  // rail_only: over the scale-up domain to the GPU on the destination's rail first
+  append_scale_up(src_gpu, cluster_.gpu_of_nic(src_nic), r);
+  r.append(route_between_nics(src_nic, dst_nic, hash));
+  return r;
 }
 
 }  // namespace clustersim

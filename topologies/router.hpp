@@ -1,5 +1,5 @@
 #pragma once
-// ECMP routing computed on demand. Inside a node a route is the NVSwitch or mesh link; across nodes
+// Routing computed on demand (hashed ECMP by default; adaptive and spraying per fabric.routing). Inside a node a route is the NVSwitch or mesh link; across nodes
 // it is GPU -> PCIe -> NIC -> switches -> NIC -> PCIe -> GPU. Between switches every hop picks one
 // of the equal-cost next hops by a hash of (flow key, switch), as a real switch hashes a packet's
 // 5-tuple, so two flows can collide on one uplink while a third takes another. Shortest-path
@@ -41,13 +41,31 @@ class Router {
   Route route_between_nics(int src_nic, int dst_nic, std::uint64_t hash) const;
   /// Scale-up path between two GPUs of one node.
   void append_scale_up(int src_gpu, int dst_gpu, Route& into) const;
-  /// NIC to NIC across the fabric, ECMP-hashed.
+  /// NIC to NIC across the fabric: with NICs of several ports the hash picks a port (a plane), the
+  /// same on both ends; at each switch the fabric's routing policy picks the next hop.
   void append_network(int src_nic, int dst_nic, std::uint64_t hash, Route& into) const;
+  /// The NIC a transfer from `src_gpu` towards `dst_nic` leaves by: the GPU's own, except where rails
+  /// are isolated (rail_only) and dst_nic is on another rail: then the source node's NIC on that rail,
+  /// reached over the scale-up domain first.
+  int egress_nic(int src_gpu, int dst_nic) const;
+
+  // Packet spraying (fabric.routing: spray), lowered by collectives/spray.hpp into sub-flows.
+  /// The NIC port a link direction leaves (NIC -> switch) or enters (switch -> NIC); -1 for others.
+  int nic_port_of(LinkDir d) const;
+  /// Equal-cost next hops at the first switch from one NIC port towards another (1 on one switch).
+  int first_hop_ways(int src_port, int dst_port) const;
+  /// Equal-cost path number `way` between two NIC ports, as links from the first port's NIC to the
+  /// second's: each switch takes next hop (way + a hash of the switch) modulo its candidates, so
+  /// ways 0 .. first_hop_ways - 1 leave by distinct uplinks and spread evenly further up.
+  void append_port_path(int src_port, int dst_port, std::uint64_t hash, int way, Route& into) const;
 
   const Cluster& cluster() const { return cluster_; }
 
  private:
   const std::vector<std::uint16_t>& distances_to(int dst_switch) const;
+  /// The switch walk of append_network and append_port_path; way < 0: the fabric's policy.
+  void walk_ports(int src_port, int dst_port, std::uint64_t hash, int way, Route& into) const;
+  int adaptive_pick(int at, const std::vector<std::uint16_t>& dist, std::uint64_t hash) const;
   Route compute_route(int src_gpu, int dst_gpu, std::uint64_t hash) const;
   const Cluster& cluster_;
   mutable std::vector<std::vector<std::uint16_t>> distance_cache_;  // [dst switch][switch]
@@ -59,6 +77,8 @@ class Router {
   struct RouteKeyHash {
     std::size_t operator()(const RouteKey& k) const;
   };
+  mutable std::vector<int> routed_on_;     // adaptive: flows routed over each link direction so far
+  mutable std::vector<int> port_of_link_;  // nic_port_of's table, filled on first use
   bool remember_ = false;
   mutable std::unordered_map<RouteKey, Route, RouteKeyHash> remembered_;
 };

@@ -13,6 +13,7 @@
 
 #include "collectives/collective.hpp"
 #include "collectives/point_to_point.hpp"
+#include "simulator/cli/bench_fabric.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/training_run.hpp"
@@ -43,6 +44,7 @@ struct BenchOptions {
   std::vector<std::string> routings{"uniform", "skewed"};
   std::string fold = "assume";
   bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
+  bool fabric_only = false;  // build and route the cluster, no simulation (bench_fabric.hpp)
 };
 
 struct Measurement {
@@ -190,9 +192,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--per-pair", o->per_pair, "all-to-all as one flow per pair instead of summed per link");
   cmd->add_option("--scenarios", o->scenarios, "time one training iteration of each scenario instead")->delimiter(',');
   cmd->add_option("--fold", o->fold, "with --scenarios: how replicas fold, as in run (assume)");
+  cmd->add_flag("--fabric-only", o->fabric_only, "time building and routing the --cluster instead of a collective");
   cmd->callback([o] {
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
     if (o->cluster == kDefaultCluster) o->cluster = shipped_file(kDefaultCluster);  // from any directory
+    if (o->fabric_only) return bench_fabric(o->cluster);
     const Op op = o->all_to_all ? Op::all_to_all : Op::all_reduce;
     if (o->size.empty()) o->size = o->all_to_all ? "64M" : "1G";
     if (o->algo.empty()) o->algo = o->all_to_all ? "direct" : "ring";

@@ -1,0 +1,67 @@
+#include "simulator/cli/bench_fabric.hpp"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "topologies/report.hpp"
+#include "topologies/router.hpp"
+
+namespace clustersim::cli {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+/// CPU time of this process: what one core spends, whatever else the machine runs.
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+}  // namespace
+
+void bench_fabric(const std::string& cluster_path) {
+  auto t0 = std::chrono::steady_clock::now();
+  double cpu0 = cpu_seconds();
+  const Cluster c = load_cluster(cluster_path, "--cluster");
+  const double build_s = seconds_since(t0), build_cpu_s = cpu_seconds() - cpu0;
+  const TopologyReport counts = count_topology(c);
+
+  t0 = std::chrono::steady_clock::now();
+  cpu0 = cpu_seconds();
+  const Router router(c);
+  const int g = c.gpus_per_node(), nodes = c.nodes();
+  long routes = 0, link_hops = 0;
+  Route r;
+  for (int gpu = 0; gpu < c.gpu_count(); ++gpu) {
+    const int node = c.node_of_gpu(gpu);
+    for (int shift : {0, 1}) {
+      // The ring hop stays near; the other crosses to the far half of the cluster, other rail.
+      const int dst_node = (node + (shift == 0 ? 1 : nodes / 2)) % nodes;
+      const int dst = dst_node * g + (c.local_of_gpu(gpu) + shift) % g;
+      if (dst == gpu) continue;
+      r.links.clear();
+      r.latency_s = 0;
+      router.append_route(gpu, dst, flow_hash(gpu, dst, 0), r);
+      ++routes;
+      link_hops += static_cast<long>(r.links.size());
+    }
+  }
+  const double route_s = seconds_since(t0), route_cpu_s = cpu_seconds() - cpu0;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+
+  std::cout << fmt::format("# clustersim bench --fabric-only: {} ({}, {} routing), {} GPUs, {} switches, {} links\n",
+                           c.spec.name, c.spec.fabric.type, to_string(c.spec.fabric.routing), c.gpu_count(),
+                           counts.switch_count(), counts.links);
+  std::cout << fmt::format("# {:>9} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10}\n", "build(s)", "cpu(s)", "routes",
+                           "link-hops", "route(s)", "cpu(s)", "peak(MiB)");
+  std::cout << fmt::format("  {:>9.3f} {:>9.3f} {:>10} {:>12} {:>9.3f} {:>9.3f} {:>10.1f}\n", build_s, build_cpu_s, routes,
+                           link_hops, route_s, route_cpu_s, static_cast<double>(usage.ru_maxrss) / 1024.0);
+}
+
+}  // namespace clustersim::cli
