@@ -80,7 +80,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 }  // namespace
 
 RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
-                       TpPlacement tp_placement, bool link_tiers) {
+                       TpPlacement tp_placement, bool link_tiers, TraceSink* trace) {
   IterationPlan plan = plan_iteration(s, kernels);
   plan.fold = fold;
   plan.tp_placement = tp_placement;
@@ -105,7 +105,7 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
   engine.record_link_bytes(link_tiers);
   RunReport report;
   report.scenario = s.name;
-  report.iteration = simulate_iteration(engine, router, plan);
+  report.iteration = simulate_iteration(engine, router, plan, trace);
   report.iteration_s = report.iteration.iteration_s;
   report.hbm_bytes = s.gpu.hbm_bytes;
   if (link_tiers) report.link_tiers = link_tier_loads(cluster, engine.last_link_bytes(), report.iteration_s);

@@ -5,10 +5,11 @@
 
 #include <filesystem>
 #include <iostream>
-#include <set>
+#include <optional>
 #include <sstream>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/trace_writer.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
 
@@ -51,21 +52,12 @@ void print_calibration(const ScenarioSpec& s) {
                                : "");
 }
 
-/// GPUs kept in a trace, as ranges: "0-7,64" is {[0, 7], [64, 64]}; never one entry per GPU.
-struct RankRanges {
-  std::vector<std::pair<int, int>> ranges;
-  bool contains(int gpu) const {
-    if (ranges.empty()) return true;
-    for (const auto& [lo, hi] : ranges)
-      if (gpu >= lo && gpu <= hi) return true;
-    return false;
-  }
-};
-
-/// "0-7,64", each rank one of the scenario's `gpus`.
-RankRanges parse_ranks(const std::string& text, int gpus) {
-  RankRanges out;
+/// "0-7,64", each GPU one of the scenario's `gpus`.
+GpuSelection parse_ranks(const std::string& text, int gpus) {
+  GpuSelection out;
   const std::string option = "--trace-ranks";
+  if (text.empty() || text.back() == ',')
+    throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
   std::stringstream in(text);
   for (std::string part; std::getline(in, part, ',');) {
     const auto dash = part.find('-', 1);
@@ -76,8 +68,6 @@ RankRanges parse_ranks(const std::string& text, int gpus) {
       throw UserError("command line", 0, option, "expected a range from low to high, got '" + part + "'");
     out.ranges.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
   }
-  if (!text.empty() && text.back() == ',')
-    throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
   return out;
 }
 
@@ -192,29 +182,6 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   return j;
 }
 
-/// Chrome / Perfetto trace: one process per GPU, one thread per stream, times in microseconds.
-std::string trace_json(const RunReport& r, const RankRanges& keep) {
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  std::set<int> gpus;
-  const std::vector<std::string> streams{"compute", "pp", "dp"};  // EP all-to-alls block compute: on its track
-  for (const TraceEvent& e : r.iteration.events) {
-    if (!keep.contains(e.gpu)) continue;
-    gpus.insert(e.gpu);
-    const int tid = static_cast<int>(std::find(streams.begin(), streams.end(), e.stream) - streams.begin());
-    events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", e.gpu}, {"tid", tid},
-                      {"ts", e.start_s * 1e6}, {"dur", (e.end_s - e.start_s) * 1e6}});
-  }
-  for (int g : gpus) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", g}, {"args", {{"name", "GPU " + std::to_string(g)}}}});
-    for (std::size_t t = 0; t < streams.size(); ++t)
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", g}, {"tid", t}, {"args", {{"name", streams[t]}}}});
-  }
-  nlohmann::ordered_json j;
-  j["traceEvents"] = events;
-  j["displayTimeUnit"] = "ms";
-  return j.dump() + "\n";
-}
-
 std::string run_report_html(const ScenarioSpec& s, const RunReport& r) {
   ReportPage page = report_page(s, "run");
   page.facts.push_back({"iteration", fmt::format("{:.3f} s", r.iteration_s)});
@@ -232,9 +199,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("scenario", o->scenario, "scenario YAML")->required();
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.tp=4 (repeatable)");
   cmd->add_option("--json", o->json, "write the report as JSON (- or /dev/stdout: to stdout, without the text report)");
-  cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace JSON");
+  cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace, written as it is produced (gzip when FILE ends .json.gz)");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: timeline, breakdown, memory, link tiers");
-  cmd->add_option("--trace-ranks", o->trace_ranks, "GPUs to keep in the trace, e.g. 0-7,64 (default: all simulated)");
+  CLI::Option* trace_ranks = cmd->add_option("--trace-ranks", o->trace_ranks,
+                                             "GPUs to keep in the trace, e.g. 0-7,64; a folded GPU takes its class's "
+                                             "events (default: the first GPU of each simulated pipeline rank)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when a stage does not fit in GPU memory")
       ->disable_flag_override();
@@ -246,11 +215,11 @@ void add_run_command(CLI::App& app) {
                   "traffic; the default), alone, in-place");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate): as the scenario's calibration field, relative to here");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
-  cmd->callback([o] {
+  cmd->callback([o, trace_ranks] {
     const FoldMode fold = parse_fold(o->fold);
     const Solver solver = parse_solver(o->solver);
     const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives, fold);
-    if (!o->trace_ranks.empty() && o->trace.empty())
+    if (trace_ranks->count() > 0 && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
@@ -263,17 +232,19 @@ void add_run_command(CLI::App& app) {
       overrides.push_back("calibration=" + std::filesystem::absolute(o->calibration).lexically_proximate(from).string());
     }
     const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, overrides); });
-    const RankRanges keep = o->trace_ranks.empty() ? RankRanges{} : parse_ranks(o->trace_ranks, s.gpus());
+    const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, s.gpus()) : GpuSelection{};
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
     // Every input is read and checked; the outputs are checked before the (long) simulation.
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
     if (!o->report.empty()) check_output_path(o->report, "--report");
+    std::optional<TraceWriter> trace;
+    if (!o->trace.empty()) trace.emplace(o->trace, keep, "--trace");
     const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement,
-                                     !o->report.empty());
+                                     !o->report.empty(), trace ? &*trace : nullptr);
+    if (trace) trace->finish();
     if (!o->json.empty()) write_json(o->json, report_json(s, r, *o));
-    if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
     if (!o->report.empty()) write_file(o->report, run_report_html(s, r), "--report");
     if (!json_to_stdout(o->json)) print_report(s, r);
   });
