@@ -522,6 +522,8 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"topology " + cluster + " --dot " + kNoDir, kNoDir, "--dot", "does not exist"},
       {"topology " + cluster + " --graphml /tmp", "/tmp", "--graphml", "got a directory"},
       {"topology " + cluster + " " + cluster, cl, "", "unexpected argument"},
+      {"topology " + cluster + " --level leaf", cl, "--level", "expected --dot as well"},
+      {"topology " + cluster + " --dot /tmp/t.dot --level rack", cl, "--level", "expected node, leaf or spine"},
       // run
       {"run", cl, "scenario", "missing: expected this argument"},
       {"run " + scenario + " --allow-oom=2", cl, "--allow-oom", "expected no value: it is a flag"},
