@@ -191,6 +191,10 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
         part.bytes = traffic_bytes(s.traffic);
       }
       part.hidden_before = s.kind == SegmentKind::cp_comm && s.traffic >= 0;
+      if (part.hidden_before) {  // ring attention: K/V blocks passed to the next rank, cp - 1 times
+        part.op = Op::send_recv;
+        part.bytes = traffic_bytes(s.traffic);
+      }
       shape.parts.push_back(part);
       shape.duration_s += d;
       if (const Seconds slowed = interference(rank, s, kind == PassKind::backward); slowed > 0) {

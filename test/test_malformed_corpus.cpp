@@ -534,7 +534,6 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"run " + scenario + " --trace /tmp/t.json --trace-ranks 7-3", cl, "--trace-ranks", "expected a range from low to high"},
       {"run " + scenario + " --trace /tmp/t.json --trace-ranks 1,,2", cl, "--trace-ranks", "expected GPU ranges like 0-7,64"},
       {"run " + scenario + " --trace /tmp/t.json --trace-ranks x", cl, "--trace-ranks", "expected an integer"},
-      {"run " + scenario + " --trace /tmp/t.json --trace-ranks ''", cl, "--trace-ranks", "expected GPU ranges like 0-7,64, got ''"},
       {"run " + scenario + " --trace /tmp/t.gz", cl, "--trace", "expected FILE.json.gz for a compressed trace"},
       {"run " + scenario + " --set", cl, "--set", "expected a value"},
       {"run " + scenario + " --set tp", cl, "--set", "expected FIELD=VALUE"},

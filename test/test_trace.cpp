@@ -89,8 +89,8 @@ void check_schema(const nlohmann::json& trace) {
       CHECK(ts >= last_ts[track]);
       last_ts[track] = ts;
       auto& stack = open[track];
-      while (!stack.empty() && stack.back().second <= ts + 1e-9) stack.pop_back();
-      if (!stack.empty()) CHECK(ts + dur <= stack.back().second + 1e-9);
+      while (!stack.empty() && stack.back().second <= ts + 1e-4) stack.pop_back();
+      if (!stack.empty()) CHECK(ts + dur <= stack.back().second + 1e-4);
       stack.emplace_back(ts, ts + dur);
       with_slices.insert(track);
       names.insert(e["name"].get<std::string>());
