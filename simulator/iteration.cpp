@@ -1,5 +1,7 @@
 #include "simulator/iteration.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -12,6 +14,7 @@
 #include "simulator/link_utilization.hpp"
 #include "simulator/pass_in_place.hpp"
 #include "simulator/pass_times.hpp"
+#include "simulator/trace_fanout.hpp"
 #include "simulator/traffic_isolation.hpp"
 #include "topologies/user_error.hpp"
 
@@ -30,12 +33,15 @@ struct PassTasks {
   FlowId transfer_in = -1;  // the pipeline transfer this pass waits for, if any
   FlowId arrival = -1;      // when its input is whole: the transfer, or the all-gather that follows it
   FlowId producer = -1;     // the pass that sent it
+  int from_rank = -1;       // the pipeline rank that sent it
+  int sent = 0;             // transfers, one per sending GPU, at ids transfer_in, transfer_in + 1, ...
+  Bytes bytes = 0;          // each of them
 };
 
 class IterationBuilder {
  public:
-  IterationBuilder(FabricEngine& engine, const Router& router, const IterationPlan& plan)
-      : engine_(engine), router_(router), plan_(plan), times_(engine, router, plan) {}
+  IterationBuilder(FabricEngine& engine, const Router& router, const IterationPlan& plan, TraceSink* trace)
+      : engine_(engine), router_(router), plan_(plan), times_(engine, router, plan), trace_(trace) {}
 
   IterationResult run() {
     const ScheduleShape& shape = plan_.shape;
@@ -279,14 +285,20 @@ class IterationBuilder {
   /// another simulated replica's (fold.hpp).
   void fold(const FoldInput& in) {
     simulated_ = {0};
+    simulated_as_.assign(static_cast<std::size_t>(replicas_), 0);
     if (plan_.fold == FoldMode::assume || replicas_ < 2) return;  // folded without proof
     if (plan_.free_communication) {  // nothing on the fabric: replicas differ only in their speeds
       std::vector<std::vector<double>> seen{replica_speeds(0)};
-      for (int d = 1; d < replicas_; ++d)
-        if (std::find(seen.begin(), seen.end(), replica_speeds(d)) == seen.end()) {
-          seen.push_back(replica_speeds(d));
-          simulated_.push_back(d);
+      for (int d = 1; d < replicas_; ++d) {
+        const auto same = std::find(seen.begin(), seen.end(), replica_speeds(d));
+        if (same != seen.end()) {
+          simulated_as_[static_cast<std::size_t>(d)] = simulated_[static_cast<std::size_t>(same - seen.begin())];
+          continue;
         }
+        seen.push_back(replica_speeds(d));
+        simulated_.push_back(d);
+        simulated_as_[static_cast<std::size_t>(d)] = d;
+      }
       return;
     }
     const Folding folding = fold_replicas(router_.cluster(), in, plan_.fold);
@@ -297,6 +309,7 @@ class IterationBuilder {
     simulated_.clear();
     for (int d = 0; d < replicas_; ++d)
       if (folding.simulated_as[static_cast<std::size_t>(d)] == d) simulated_.push_back(d);
+    simulated_as_ = folding.simulated_as;
   }
 
   FlowGraph ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const {
@@ -339,11 +352,7 @@ class IterationBuilder {
       }
       if (previous >= 0) next_step_[previous] = entry;
       previous = chain ? chain->exit : entry;
-      std::string name = std::string(to_string(op.kind)) + " mb" + std::to_string(op.microbatch) + " stage" + std::to_string(stage);
-      if (partner)
-        name += " & " + std::string(to_string(partner->kind)) + " mb" + std::to_string(partner->microbatch) + " stage" +
-                std::to_string(partner_stage);
-      steps_.push_back({previous, entry, std::move(chain), replica, rank, ps, name, op, stage, partner, partner_stage});
+      steps_.push_back({previous, entry, std::move(chain), replica, rank, ps, op, stage, partner, partner_stage});
       for (auto [o, k] : {std::pair(std::optional<PassOp>(op), stage), std::pair(partner, partner_stage)}) {
         if (!o) continue;
         PassTasks tasks;
@@ -420,6 +429,9 @@ class IterationBuilder {
       consumer.transfer_in = sent.front();
       consumer.arrival = arrival;
       consumer.producer = producer.step;
+      consumer.from_rank = producer.rank;
+      consumer.sent = static_cast<int>(sent.size());
+      consumer.bytes = bytes;
     }
   }
 
@@ -471,6 +483,7 @@ class IterationBuilder {
       std::vector<int> gpus;
       for (int rank : ranks) gpus.push_back(gpu(replica, rank, m));
       const auto ends = add_collective(Op::all_reduce, gpus, bytes, ready);
+      record_comm(ranks.front(), replica, Op::all_reduce, bytes, gpus, ready, ends, "gradient sync between stage copies");
       for (int rank : ranks) {
         auto& waits = extra_waits_[unit(replica, rank)];
         waits.insert(waits.end(), ends.begin(), ends.end());
@@ -543,6 +556,7 @@ class IterationBuilder {
           return w;
         }());
         const std::vector<FlowId> bucket_ends = add_collective(op, groups[g], size, queued);
+        record_comm(rank, -1, op, size, groups[g], queued, bucket_ends, "gradient bucket");
         if (!bucket_ends.empty()) ends[g] = bucket_ends;
         all.insert(all.end(), bucket_ends.begin(), bucket_ends.end());
       }
@@ -572,6 +586,7 @@ class IterationBuilder {
         } else {
           for (const auto& group : *groups) {
             const auto e = add_collective(reduce, group, bytes, all_done);
+            record_comm(rank, -1, reduce, bytes, group, all_done, e, "gradients");
             ends.insert(ends.end(), e.begin(), e.end());
           }
         }
@@ -600,6 +615,8 @@ class IterationBuilder {
       for (const auto& [groups, bytes] : gradient_groups(rank, sp))
         for (const auto& group : *groups) {
           const auto ends = add_collective(Op::all_gather, group, bytes * 2 / plan_.gradient_bytes_per_param, updated);
+          record_comm(rank, -1, Op::all_gather, bytes * 2 / plan_.gradient_bytes_per_param, group, updated, ends,
+                      "updated parameters");
           gather.insert(gather.end(), ends.begin(), ends.end());
         }
     }
@@ -671,12 +688,7 @@ class IterationBuilder {
         gap -= pp;
       }
       b.bubble_s += gap;
-      Seconds at = start;
-      for (const Part& part : parts) {
-        bucket(b, part.kind) += part.duration_s;
-        result.events.push_back({gpu(shown, s.rank, 0), "compute", s.name + " " + part.label, at, at + part.duration_s});
-        at += part.duration_s;
-      }
+      for (const Part& part : parts) bucket(b, part.kind) += part.duration_s;
       free_at[s.rank] = end;
       result.passes.push_back({s.rank, s.op.kind, s.op.microbatch, s.stage, start, end});
       if (s.partner) result.passes.push_back({s.rank, s.partner->kind, s.partner->microbatch, s.partner_stage, start, end});
@@ -689,7 +701,6 @@ class IterationBuilder {
       b.optimizer_s = plan_.optimizer_s / unit_speed(shown, r);
       b.dp_exposed_s += (opt_end - b.optimizer_s - free_at[r]) + (end - opt_end);
       b.other_idle_s = result.iteration_s - end;
-      result.events.push_back({gpu(shown, r, 0), "compute", "optimizer step", opt_end - b.optimizer_s, opt_end});
       const auto& dp = dp_flows_[static_cast<std::size_t>(r)];
       if (!dp.empty()) {
         Seconds first = result.iteration_s, last = 0;
@@ -709,6 +720,7 @@ class IterationBuilder {
     // flows afterwards would cost a sixth of the run.
     if (engine_.solver() != Solver::fluid) check_link_utilization(router_.cluster(), graph_, finish, "iteration");
     check_breakdown(result);
+    if (trace_) write_trace(finish);
     return result;
   }
 
@@ -719,7 +731,6 @@ class IterationBuilder {
     int replica;
     int rank;
     const PassShape* shape;
-    std::string name;
     PassOp op;
     int stage;
     std::optional<PassOp> partner;  // the second pass of an overlapped F&B unit
@@ -748,12 +759,215 @@ class IterationBuilder {
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
   std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for
   Bytes pp_bytes_ = 0;
+  TraceSink* trace_ = nullptr;
+  std::vector<int> simulated_as_;  // by replica: the simulated replica it folds onto (itself if simulated)
+  struct CommRecord {
+    int rank;
+    int replica;  // a collective inside one replica (its copies fold with it); -1: across replicas
+    Op op;
+    Bytes bytes;
+    std::vector<int> group;
+    FlowId after;
+    std::vector<FlowId> ends;
+    const char* label;
+  };
+  std::vector<CommRecord> comm_records_;  // the gradient collectives, kept for a trace only
+
+  void record_comm(int rank, int replica, Op op, Bytes bytes, const std::vector<int>& group, FlowId after,
+                   const std::vector<FlowId>& ends, const char* label) {
+    if (trace_ && !ends.empty()) comm_records_.push_back({rank, replica, op, bytes, group, after, ends, label});
+  }
+
+  void write_trace(const std::vector<Seconds>& finish);
 };
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::all_reduce: return "all-reduce";
+    case Op::all_gather: return "all-gather";
+    case Op::reduce_scatter: return "reduce-scatter";
+    case Op::all_to_all: return "all-to-all";
+    case Op::broadcast: return "broadcast";
+    case Op::send_recv: return "send/recv";
+  }
+  return "?";
+}
+
+const char* pass_name(PassKind k) {
+  switch (k) {
+    case PassKind::forward: return "F";
+    case PassKind::backward: return "B";
+    case PassKind::backward_input: return "B input";
+    case PassKind::backward_weight: return "W";
+  }
+  return "?";
+}
+
+/// A wait's stream and category: where its communication runs beside compute.
+std::pair<TraceTrack, const char*> comm_track(SegmentKind k) {
+  switch (k) {
+    case SegmentKind::tp_comm: return {TraceTrack::tp, "tp"};
+    case SegmentKind::cp_comm: return {TraceTrack::cp, "cp"};
+    case SegmentKind::ep_comm: return {TraceTrack::ep, "ep"};
+    case SegmentKind::dp_comm: return {TraceTrack::dp, "dp"};
+    default: return {TraceTrack::compute, "compute"};
+  }
+}
+
+const char* part_name(const Part& p) {
+  if (is_wait(p.kind)) return "wait";
+  if (p.label.rfind("interference", 0) == 0 || p.label.rfind("F&B interference", 0) == 0) return "interference";
+  return p.kind == SegmentKind::recompute ? "recompute" : "compute";
+}
+
+/// Streams the trace: per simulated unit its passes with their parts (compute track), each wait's
+/// communication with its own duration on its stream, then every GPU's pipeline transfers, the
+/// gradient collectives and the optimizer step. Each GPU's slices of a track come in time order.
+void IterationBuilder::write_trace(const std::vector<Seconds>& finish) {
+  TraceLayout layout;
+  layout.units = &units_;
+  layout.ranks = ranks();
+  layout.replicas = replicas_;
+  layout.simulated_as = simulated_as_;
+  layout.own_members = own_members();
+  layout.tp = plan_.tp_group.empty() ? 1 : static_cast<int>(plan_.tp_group.front().size());
+  for (const auto* groups : {&dp_groups_, &expert_groups_})
+    for (const auto& of_rank : *groups)
+      for (const auto& g : of_rank) layout.in_dp_groups.insert(layout.in_dp_groups.end(), g.begin(), g.end());
+  TraceFanout fan(*trace_, std::move(layout));
+
+  for (const Step& s : steps_) {
+    const Seconds end = finish[s.id], start = s.chain ? start_of(finish, s.entry) : end - s.shape->duration_s;
+    const std::vector<Part> parts = s.chain ? realized_parts(*s.shape, *s.chain, finish) : s.shape->parts;
+    std::map<std::size_t, std::pair<Seconds, Seconds>> ran;  // an in-place collective's part -> its flows' span
+    if (s.chain)
+      for (const PassChain::Collective& c : s.chain->collectives) {
+        const std::vector<FlowId>& joined = graph_.flows[c.join].after;
+        Seconds last = finish[c.head];
+        for (std::size_t k = 1; k < joined.size(); ++k) last = std::max(last, finish[joined[k]]);  // [0]: the compute beside
+        ran[c.part] = {finish[c.head], last};
+      }
+    TraceRecord pass;
+    pass.name = s.partner ? "F&B" : pass_name(s.op.kind);
+    pass.cat = "pass";
+    pass.start_s = start;
+    pass.end_s = end;
+    pass.microbatch = s.op.microbatch;
+    pass.chunk = s.op.chunk;
+    pass.stage = s.stage;
+    pass.parent = true;
+    const std::string label = s.partner ? fmt::format("{} mb {} chunk {} & {} mb {} chunk {}", pass_name(s.op.kind), s.op.microbatch,
+                                                      s.op.chunk, pass_name(s.partner->kind), s.partner->microbatch, s.partner->chunk)
+                                        : std::string();
+    pass.label = label;
+    fan.unit(s.replica, s.rank, pass);
+    std::vector<TraceRecord> comm;
+    auto communication = [&](const Part& p, Seconds from, Seconds to, Seconds exposed) {
+      TraceRecord c;
+      std::tie(c.track, c.cat) = comm_track(p.kind);
+      c.name = op_name(p.op);
+      c.start_s = from;
+      c.end_s = to;
+      c.label = p.label;
+      c.bytes = p.bytes;
+      c.layer = p.layer;
+      c.microbatch = s.op.microbatch;
+      c.exposed_s = exposed;
+      comm.push_back(c);
+    };
+    Seconds at = start;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const Part& p = parts[i];
+      const Seconds part_end = std::min(end, at + p.duration_s);
+      if (p.duration_s > 0) {
+        TraceRecord r;
+        r.name = part_name(p);
+        r.cat = is_wait(p.kind) ? comm_track(p.kind).second : to_string(p.kind);
+        if (p.kind == SegmentKind::imbalance) r.cat = "imbalance";
+        r.start_s = at;
+        r.end_s = part_end;
+        r.label = p.label;
+        r.layer = p.layer;
+        fan.unit(s.replica, s.rank, r);
+      }
+      if (is_wait(p.kind) && p.comm_s > 0 && comm_track(p.kind).first != TraceTrack::compute) {
+        if (auto it = ran.find(i); it != ran.end()) communication(p, it->second.first, it->second.second, p.duration_s);
+        else if (p.hidden_before) communication(p, std::max(start, part_end - p.comm_s), part_end, p.duration_s);
+        else communication(p, at, at + p.comm_s, p.duration_s);
+      }
+      at = part_end;
+    }
+    for (const auto& [offset, p] : s.shape->beside)
+      if (p.comm_s > 0 && comm_track(p.kind).first != TraceTrack::compute)
+        communication(p, start + offset, start + offset + p.comm_s, -1);
+    for (const TraceRecord& c : comm) fan.unit(s.replica, s.rank, c);
+  }
+
+  // Pipeline transfers, each GPU's in time order.
+  struct Sent {
+    Seconds start_s, end_s;
+    int replica, from, to, member, microbatch, stage;
+    bool forward;
+    Bytes bytes;
+  };
+  std::vector<Sent> sent;
+  for (const auto& [key, tasks] : passes_) {
+    const auto [replica, stage, forward, mb] = key;
+    for (int m = 0; m < tasks.sent && tasks.transfer_in >= 0; ++m) {
+      const FlowId f = tasks.transfer_in + m;
+      if (graph_.flows[f].links.empty()) continue;  // nothing crossed the fabric
+      sent.push_back({start_of(finish, f), finish[f], replica, tasks.from_rank, tasks.rank, m, mb, forward ? stage - 1 : stage + 1,
+                      forward, tasks.bytes});
+    }
+  }
+  std::stable_sort(sent.begin(), sent.end(), [](const Sent& a, const Sent& b) { return a.start_s < b.start_s; });
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    const Sent& t = sent[i];
+    TraceRecord r;
+    r.cat = "pp";
+    r.start_s = t.start_s;
+    r.end_s = t.end_s;
+    r.label = t.forward ? "activations" : "input gradients";
+    r.bytes = t.bytes;
+    r.microbatch = t.microbatch;
+    r.stage = t.stage;
+    fan.transfer(t.replica, t.from, t.to, t.member, i, r);
+  }
+
+  // Gradient collectives, each GPU's in time order, and the optimizer steps.
+  std::vector<std::pair<Seconds, std::size_t>> order;
+  for (std::size_t k = 0; k < comm_records_.size(); ++k) order.emplace_back(finish[comm_records_[k].after], k);
+  std::stable_sort(order.begin(), order.end());
+  for (const auto& [from, k] : order) {
+    const CommRecord& c = comm_records_[k];
+    TraceRecord r;
+    r.track = TraceTrack::dp;
+    r.name = op_name(c.op);
+    r.cat = "dp";
+    r.start_s = from;
+    r.end_s = from;
+    for (FlowId e : c.ends) r.end_s = std::max(r.end_s, finish[e]);
+    r.label = c.label;
+    r.bytes = c.bytes;
+    fan.collective(c.replica, c.group, r);
+  }
+  for (int d : simulated_)
+    for (int r = 0; r < ranks(); ++r) {
+      TraceRecord o;
+      o.name = "optimizer";
+      o.cat = "compute";
+      o.end_s = finish[optimizer_[unit(d, r)]];
+      o.start_s = o.end_s - plan_.optimizer_s / unit_speed(d, r);
+      o.label = "optimizer step";
+      fan.unit(d, r, o);
+    }
+}
 
 }  // namespace
 
-IterationResult simulate_iteration(FabricEngine& engine, const Router& router, const IterationPlan& plan) {
-  return IterationBuilder(engine, router, plan).run();
+IterationResult simulate_iteration(FabricEngine& engine, const Router& router, const IterationPlan& plan,
+                                   TraceSink* trace) {
+  return IterationBuilder(engine, router, plan, trace).run();
 }
 
 }  // namespace clustersim

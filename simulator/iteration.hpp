@@ -29,9 +29,11 @@ struct RankBreakdown {
   Seconds other_idle_s = 0;   // done, waiting for the slowest rank
 };
 
+/// A span of a communication stream of the reported replica, for the HTML report (the full trace
+/// goes to a TraceSink instead, and is never held).
 struct TraceEvent {
   int gpu = 0;
-  std::string stream;  // "compute", "pp", "dp"
+  std::string stream;  // "pp", "dp"
   std::string name;
   Seconds start_s = 0;
   Seconds end_s = 0;
@@ -62,6 +64,12 @@ struct IterationResult {
   FoldMode fold = FoldMode::assume;  // how replicas were folded          // the replica the breakdown, passes and events are from: the slowest
 };
 
-IterationResult simulate_iteration(FabricEngine& engine, const Router& router, const IterationPlan& plan);
+class TraceSink;
+
+/// `trace`, when given, receives every GPU's slices it wants as the accounting walks the steps
+/// (trace_sink.hpp): compute passes and their parts, each stream's communication with its own
+/// duration, pipeline transfers with their arrows; folded GPUs get their class's, labelled so.
+IterationResult simulate_iteration(FabricEngine& engine, const Router& router, const IterationPlan& plan,
+                                   TraceSink* trace = nullptr);
 
 }  // namespace clustersim

@@ -134,6 +134,29 @@ Seconds PassTimes::traffic_time(int traffic) {
   return time;
 }
 
+Seconds PassTimes::comm_time(int rank, const Segment& s) {
+  switch (s.kind) {
+    case SegmentKind::tp_comm: return collective_time(rank, s, plan_.tp_group[rank]);
+    case SegmentKind::ep_comm: return traffic_time(s.traffic);
+    case SegmentKind::cp_comm:
+      return s.traffic < 0 ? collective_time(rank, s, plan_.cp_group[rank]) : s.repeat * traffic_time(s.traffic);
+    case SegmentKind::dp_comm:
+      return collective_time(rank, s, s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank]);
+    default: return 0;
+  }
+}
+
+/// What the first GPU of an all-to-all sends (each GPU of the group sends about as much).
+Bytes PassTimes::traffic_bytes(int traffic) const {
+  if (traffic < 0) return 0;
+  const GroupTraffic& t = plan_.traffic.at(static_cast<std::size_t>(traffic));
+  double sum = 0;
+  for (const auto* rows : {&t.bytes, &t.network_bytes, &t.nvlink_bytes})
+    if (!rows->empty())
+      for (double b : rows->front()) sum += b;
+  return static_cast<Bytes>(sum);
+}
+
 const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
   auto key = std::make_tuple(rank, stage, kind);
   if (auto it = shapes_.find(key); it != shapes_.end()) return it->second;
@@ -152,14 +175,30 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
                         : s.kind == SegmentKind::dp_comm ? zero_time(rank, s)
                                                          : s.duration_s;
       if (!is_wait(s.kind)) {
-        shape.parts.push_back({s.kind, s.label, d});
+        Part part{s.kind, s.label, d};
+        part.layer = s.layer;
+        shape.parts.push_back(part);
         shape.duration_s += d;
         continue;
       }
       Part part{s.kind, s.label, d, sm_share(s)};
+      part.layer = s.layer;
+      part.op = s.tp_op;
+      part.bytes = s.tp_bytes;
+      part.group = s.group;
       if (s.kind == SegmentKind::tp_comm) {
         part.tp_collective = tp_choice(rank, s);
         part.hidden_s = hiding_s(s, kind == PassKind::backward);
+      }
+      part.comm_s = comm_time(rank, s);
+      if (s.kind == SegmentKind::ep_comm) {
+        part.op = Op::all_to_all;
+        part.bytes = traffic_bytes(s.traffic);
+      }
+      part.hidden_before = s.kind == SegmentKind::cp_comm && s.traffic >= 0;
+      if (part.hidden_before) {  // ring attention: K/V blocks passed to the next rank, cp - 1 times
+        part.op = Op::send_recv;
+        part.bytes = traffic_bytes(s.traffic);
       }
       shape.parts.push_back(part);
       shape.duration_s += d;
@@ -217,6 +256,12 @@ const PassShape& PassTimes::overlapped(const PassShape& f, const PassShape& b) {
       if (!is_wait(part.kind)) unit.parts.push_back(part);
   const Seconds first = std::max(fc + bs.charge, bs.comm), second = std::max(bc + fs.charge, fs.comm);
   unit.duration_s = first + second;
+  for (auto [s, at] : {std::pair(&b, Seconds(0)), std::pair(&f, first)})
+    for (const Part& part : s->parts)
+      if (is_wait(part.kind)) {
+        unit.beside.emplace_back(at, part);
+        at += part.comm_s;
+      }
   const Seconds exposed = std::max(0.0, bs.comm - fc) + std::max(0.0, fs.comm - bc);
   if (const Seconds slowed = unit.duration_s - fc - bc - exposed; slowed > 0)
     unit.parts.push_back({SegmentKind::compute, "F&B interference", slowed});

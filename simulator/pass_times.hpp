@@ -27,6 +27,16 @@ struct Part {
   /// and the compute beside it that hides it (duration_s = max(0, alone - hidden)).
   int tp_collective = -1;
   Seconds hidden_s = 0;
+  /// A wait's communication as it runs on its own stream, for traces: its whole time (alone on the
+  /// fabric; duration_s is only what compute did not hide), what it moves and over which group.
+  Seconds comm_s = 0;
+  Op op = Op::all_reduce;
+  Bytes bytes = 0;
+  CommGroup group = CommGroup::tp;
+  /// Ring attention's exchange runs beside the attention compute before it, so on its stream it
+  /// ends where the wait ends; every other collective starts where its wait starts.
+  bool hidden_before = false;
+  int layer = -1;  // the model layer (Segment::layer)
 };
 
 /// How a TP collective ran alone: the (algorithm, protocol) that was fastest, and its time.
@@ -48,6 +58,9 @@ Seconds interference_s(Seconds comm_s, Seconds compute_s, double sm_share);
 struct PassShape {
   std::vector<Part> parts;
   Seconds duration_s = 0;
+  /// An F&B unit's communication, which its parts fold into one exposed wait: each wait of both
+  /// passes with when it starts, from the unit's start (B's under F's compute, then F's under B's).
+  std::vector<std::pair<Seconds, Part>> beside;
 };
 
 /// Steps that wait on other GPUs rather than compute: what an F&B unit can hide.
@@ -81,6 +94,8 @@ class PassTimes {
   double sm_share(const Segment& s) const;
   Seconds cp_time(int rank, const Segment& s);
   Seconds zero_time(int rank, const Segment& s);
+  Seconds comm_time(int rank, const Segment& s);
+  Bytes traffic_bytes(int traffic) const;
   Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group);
   int collective_choice(int rank, const Segment& s, const std::vector<int>& group);
   Seconds traffic_time(int traffic);

@@ -80,7 +80,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 }  // namespace
 
 RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
-                       TpPlacement tp_placement, bool link_tiers) {
+                       TpPlacement tp_placement, bool link_tiers, TraceSink* trace) {
   IterationPlan plan = plan_iteration(s, kernels);
   // Variability makes replicas unlike: replica 0 cannot stand for the rest unproven.
   const bool varies = s.variability.varies_speed() || !s.variability.links.empty();
@@ -110,7 +110,7 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
   engine.record_link_bytes(link_tiers);
   RunReport report;
   report.scenario = s.name;
-  report.iteration = simulate_iteration(engine, router, plan);
+  report.iteration = simulate_iteration(engine, router, plan, trace);
   report.iteration_s = report.iteration.iteration_s;
   report.hbm_bytes = s.gpu.hbm_bytes;
   for (int g = 0; g < s.gpus() && !plan.gpu_speed.empty(); ++g)

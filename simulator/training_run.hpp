@@ -56,8 +56,10 @@ class OutOfMemoryError : public UserError {
 /// becomes exact, since variability is what makes replicas unlike. Memory beyond the GPU's HBM is an OutOfMemoryError naming the stage,
 /// its largest part and the shortfall, unless allow_oom. `link_tiers` also sums each link tier's
 /// bytes (one more pass over the flows' routes).
+/// `trace`, when given, receives the iteration's trace as it is accounted (trace_sink.hpp).
 RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr,
                        FoldMode fold = FoldMode::assume, Solver solver = Solver::fluid,
-                       TpPlacement tp_placement = TpPlacement::automatic, bool link_tiers = false);
+                       TpPlacement tp_placement = TpPlacement::automatic, bool link_tiers = false,
+                       TraceSink* trace = nullptr);
 
 }  // namespace clustersim

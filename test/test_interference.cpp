@@ -137,15 +137,15 @@ TEST_CASE("an F&B unit charges each pass's compute with the other's communicatio
   PassTimes times(engine, router, plan);
   const double nccl = 16.0 / 132, deepep = 20.0 / 132;
   // Compute-bound: max(F + B's comm x share, B's comm) + max(B + F's comm x share, F's comm).
-  PassShape f{{{SegmentKind::compute, "f", 1.0}, {SegmentKind::tp_comm, "tp", 0.3, nccl}}, 1.3};
-  PassShape b{{{SegmentKind::compute, "b", 2.0}, {SegmentKind::ep_comm, "dispatch", 0.5, deepep}}, 2.5};
+  PassShape f{{{SegmentKind::compute, "f", 1.0}, {SegmentKind::tp_comm, "tp", 0.3, nccl}}, 1.3, {}};
+  PassShape b{{{SegmentKind::compute, "b", 2.0}, {SegmentKind::ep_comm, "dispatch", 0.5, deepep}}, 2.5, {}};
   const PassShape& unit = times.overlapped(f, b);
   CHECK(unit.duration_s == Approx(1.0 + 0.5 * deepep + 2.0 + 0.3 * nccl).epsilon(1e-12));
   CHECK(sum_of(unit) == Approx(unit.duration_s).epsilon(1e-12));
   CHECK(unit.parts.back().label == "F&B interference");
   // Communication-bound: the compute, slowed, still ends under it; only the communication shows.
-  PassShape f2{{{SegmentKind::compute, "f", 0.1}, {SegmentKind::tp_comm, "tp", 0.3, nccl}}, 0.4};
-  PassShape b2{{{SegmentKind::compute, "b", 0.2}, {SegmentKind::ep_comm, "dispatch", 1.0, deepep}}, 1.2};
+  PassShape f2{{{SegmentKind::compute, "f", 0.1}, {SegmentKind::tp_comm, "tp", 0.3, nccl}}, 0.4, {}};
+  PassShape b2{{{SegmentKind::compute, "b", 0.2}, {SegmentKind::ep_comm, "dispatch", 1.0, deepep}}, 1.2, {}};
   const PassShape& unit2 = times.overlapped(f2, b2);
   CHECK(unit2.duration_s == Approx(1.0 + std::max(0.2 + 0.3 * nccl, 0.3)).epsilon(1e-12));
   CHECK(sum_of(unit2) == Approx(unit2.duration_s).epsilon(1e-12));

@@ -32,11 +32,11 @@ PassTimes pass_times(const std::string& scenario, const std::string& sets) {
   PassTimes t;
   const nlohmann::json events = nlohmann::json::parse(test::read_file(trace)).at("traceEvents");
   for (const auto& e : events) {
-    if (e.value("ph", "") != "X") continue;
+    if (e.value("ph", "") != "X" || e.value("cat", "") != "pass") continue;
     const std::string name = e["name"];
     const double ms = e["dur"].get<double>() / 1e3;
-    if (name.rfind("forward", 0) == 0) t.forward_ms += ms;
-    if (name.rfind("backward", 0) == 0) t.backward_ms += ms;
+    if (name == "F") t.forward_ms += ms;
+    if (name == "B") t.backward_ms += ms;
   }
   return t;
 }

@@ -523,6 +523,8 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"topology " + cluster + " --dot " + kNoDir, kNoDir, "--dot", "does not exist"},
       {"topology " + cluster + " --graphml /tmp", "/tmp", "--graphml", "got a directory"},
       {"topology " + cluster + " " + cluster, cl, "", "unexpected argument"},
+      {"topology " + cluster + " --level leaf", cl, "--level", "expected --dot as well"},
+      {"topology " + cluster + " --dot /tmp/t.dot --level rack", cl, "--level", "expected node, leaf or spine"},
       // run
       {"run", cl, "scenario", "missing: expected this argument"},
       {"run " + scenario + " --allow-oom=2", cl, "--allow-oom", "expected no value: it is a flag"},
@@ -533,6 +535,7 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"run " + scenario + " --trace /tmp/t.json --trace-ranks 7-3", cl, "--trace-ranks", "expected a range from low to high"},
       {"run " + scenario + " --trace /tmp/t.json --trace-ranks 1,,2", cl, "--trace-ranks", "expected GPU ranges like 0-7,64"},
       {"run " + scenario + " --trace /tmp/t.json --trace-ranks x", cl, "--trace-ranks", "expected an integer"},
+      {"run " + scenario + " --trace /tmp/t.gz", cl, "--trace", "expected FILE.json.gz for a compressed trace"},
       {"run " + scenario + " --set", cl, "--set", "expected a value"},
       {"run " + scenario + " --set tp", cl, "--set", "expected FIELD=VALUE"},
       {"run " + scenario + " --set parallel.warp=4", cl, "--set", "unknown scenario field 'parallel.warp'"},

@@ -61,6 +61,7 @@ struct Segment {
   /// gradient runs in the same pass (not when a zero-bubble schedule defers it).
   Seconds hidden_by_weight_s = 0;
   CommGroup group = CommGroup::tp;  // tp_comm, cp_comm and dp_comm collectives
+  int layer = -1;  // the model's transformer layer it belongs to (-1: outside the layers), for traces
 };
 
 /// One MoE all-to-all over the representative expert-parallel group. Plain: bytes[i][j] from

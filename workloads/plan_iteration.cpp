@@ -180,10 +180,13 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     const int first = s.first_layer(stage);
     for (int l = first; l < first + s.stage_layers[static_cast<std::size_t>(stage)]; ++l) {
       const LayerSegments& layer = s.model.is_moe_layer(l) ? *moe : dense;
+      const std::size_t f0 = sp.forward.size(), i0 = sp.backward_input.size(), w0 = sp.backward_weight.size();
       sp.forward.insert(sp.forward.end(), layer.forward.begin(), layer.forward.end());
       sp.backward_input.insert(sp.backward_input.end(), layer.recompute.begin(), layer.recompute.end());
       sp.backward_input.insert(sp.backward_input.end(), layer.backward_input.begin(), layer.backward_input.end());
       sp.backward_weight.insert(sp.backward_weight.end(), layer.backward_weight.begin(), layer.backward_weight.end());
+      for (auto [list, from] : {std::pair(&sp.forward, f0), std::pair(&sp.backward_input, i0), std::pair(&sp.backward_weight, w0)})
+        for (std::size_t k = from; k < list->size(); ++k) (*list)[k].layer = l;
       params += layer.params_on_gpu;
       expert_params += layer.expert_params_on_gpu;
     }

@@ -5,11 +5,12 @@
 
 #include <filesystem>
 #include <iostream>
-#include <set>
+#include <optional>
 #include <sstream>
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/draw_summary.hpp"
+#include "simulator/trace_writer.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
 
@@ -71,21 +72,12 @@ void print_calibration(const ScenarioSpec& s) {
                                : "");
 }
 
-/// GPUs kept in a trace, as ranges: "0-7,64" is {[0, 7], [64, 64]}; never one entry per GPU.
-struct RankRanges {
-  std::vector<std::pair<int, int>> ranges;
-  bool contains(int gpu) const {
-    if (ranges.empty()) return true;
-    for (const auto& [lo, hi] : ranges)
-      if (gpu >= lo && gpu <= hi) return true;
-    return false;
-  }
-};
-
-/// "0-7,64", each rank one of the scenario's `gpus`.
-RankRanges parse_ranks(const std::string& text, int gpus) {
-  RankRanges out;
+/// "0-7,64", each GPU one of the scenario's `gpus`.
+GpuSelection parse_ranks(const std::string& text, int gpus) {
+  GpuSelection out;
   const std::string option = "--trace-ranks";
+  if (text.empty() || text.back() == ',')
+    throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
   std::stringstream in(text);
   for (std::string part; std::getline(in, part, ',');) {
     const auto dash = part.find('-', 1);
@@ -96,8 +88,6 @@ RankRanges parse_ranks(const std::string& text, int gpus) {
       throw UserError("command line", 0, option, "expected a range from low to high, got '" + part + "'");
     out.ranges.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
   }
-  if (!text.empty() && text.back() == ',')
-    throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
   return out;
 }
 
@@ -217,29 +207,6 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   return j;
 }
 
-/// Chrome / Perfetto trace: one process per GPU, one thread per stream, times in microseconds.
-std::string trace_json(const RunReport& r, const RankRanges& keep) {
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  std::set<int> gpus;
-  const std::vector<std::string> streams{"compute", "pp", "dp"};  // EP all-to-alls block compute: on its track
-  for (const TraceEvent& e : r.iteration.events) {
-    if (!keep.contains(e.gpu)) continue;
-    gpus.insert(e.gpu);
-    const int tid = static_cast<int>(std::find(streams.begin(), streams.end(), e.stream) - streams.begin());
-    events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", e.gpu}, {"tid", tid},
-                      {"ts", e.start_s * 1e6}, {"dur", (e.end_s - e.start_s) * 1e6}});
-  }
-  for (int g : gpus) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", g}, {"args", {{"name", "GPU " + std::to_string(g)}}}});
-    for (std::size_t t = 0; t < streams.size(); ++t)
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", g}, {"tid", t}, {"args", {{"name", streams[t]}}}});
-  }
-  nlohmann::ordered_json j;
-  j["traceEvents"] = events;
-  j["displayTimeUnit"] = "ms";
-  return j.dump() + "\n";
-}
-
 std::string run_report_html(const ScenarioSpec& s, const RunReport& r) {
   ReportPage page = report_page(s, "run");
   page.facts.push_back({"iteration", fmt::format("{:.3f} s", r.iteration_s)});
@@ -257,9 +224,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("scenario", o->scenario, "scenario YAML")->required();
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.tp=4 (repeatable)");
   cmd->add_option("--json", o->json, "write the report as JSON (- or /dev/stdout: to stdout, without the text report)");
-  cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace JSON");
+  cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace, written as it is produced (gzip when FILE ends .json.gz)");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: timeline, breakdown, memory, link tiers");
-  cmd->add_option("--trace-ranks", o->trace_ranks, "GPUs to keep in the trace, e.g. 0-7,64 (default: all simulated)");
+  CLI::Option* trace_ranks = cmd->add_option("--trace-ranks", o->trace_ranks,
+                                             "GPUs to keep in the trace, e.g. 0-7,64; a folded GPU takes its class's "
+                                             "events (default: the first GPU of each simulated pipeline rank)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate even when a stage does not fit in GPU memory")
       ->disable_flag_override();
@@ -274,14 +243,14 @@ void add_run_command(CLI::App& app) {
                   "traffic; the default), alone, in-place");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate): as the scenario's calibration field, relative to here");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
-  cmd->callback([o, fold_option] {
+  cmd->callback([o, fold_option, trace_ranks] {
     FoldMode fold = parse_fold(o->fold);
     o->fold_given = fold_option->count() > 0;
     if (o->repeat < 1 || o->repeat > 10000)
       throw UserError("command line", 0, "--repeat", "expected 1 to 10000 draws, got " + std::to_string(o->repeat));
     const Solver solver = parse_solver(o->solver);
     parse_tp_placement(o->tp_collectives, FoldMode::exact);  // its words now; with the fold once it is known
-    if (!o->trace_ranks.empty() && o->trace.empty())
+    if (trace_ranks->count() > 0 && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
@@ -294,7 +263,7 @@ void add_run_command(CLI::App& app) {
       overrides.push_back("calibration=" + std::filesystem::absolute(o->calibration).lexically_proximate(from).string());
     }
     const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, overrides); });
-    const RankRanges keep = o->trace_ranks.empty() ? RankRanges{} : parse_ranks(o->trace_ranks, s.gpus());
+    const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, s.gpus()) : GpuSelection{};
     if (s.variability.varies_speed() || !s.variability.links.empty()) {
       if (fold == FoldMode::assume && o->fold_given)
         throw UserError("command line", 0, "--fold",
@@ -314,8 +283,11 @@ void add_run_command(CLI::App& app) {
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
     if (!o->report.empty()) check_output_path(o->report, "--report");
+    std::optional<TraceWriter> trace;
+    if (!o->trace.empty()) trace.emplace(o->trace, keep, "--trace");
     const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement,
-                                     !o->report.empty());
+                                     !o->report.empty(), trace ? &*trace : nullptr);
+    if (trace) trace->finish();
     std::optional<DrawSummary> draws;
     if (o->repeat > 1) {
       std::vector<std::uint64_t> seeds{s.variability.seed};
@@ -336,7 +308,6 @@ void add_run_command(CLI::App& app) {
                       {"min_s", draws->min_s}, {"max_s", draws->max_s}};
       write_json(o->json, j);
     }
-    if (!o->trace.empty()) write_file(o->trace, trace_json(r, keep), "--trace");
     if (!o->report.empty()) write_file(o->report, run_report_html(s, r), "--report");
     if (!json_to_stdout(o->json)) {
       print_report(s, r);
