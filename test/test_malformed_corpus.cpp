@@ -87,7 +87,7 @@ const std::set<std::string> kIntegerKeys = {
     "routed_experts", "top_k", "shared_experts", "expert_ffn_hidden", "dense_layers", "node_limit", "tokens",
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "zero_stage", "stage_layers"};
 /// Fields where 0 (so also 1e-300) is a valid value.
-const std::set<std::string> kZeroAllowed = {"latency_us", "half_seq_len", "dense_layers", "shared_experts", "seed",
+const std::set<std::string> kZeroAllowed = {"latency_us", "half_seq_len", "dense_layers", "shared_experts", "seed", "stddev",
                                             "zero_stage", "stage_layers"};
 
 /// One shipped input and how to run the binary on an edited copy of it.
