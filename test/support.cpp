@@ -110,6 +110,22 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+std::string small_megatron_scenario(const std::string& tag, const std::string& cluster_yaml, const std::string& parallel,
+                                    const std::string& extra) {
+  std::string pattern = "/tmp/clustersim-" + tag + "-XXXXXX";
+  REQUIRE(mkdtemp(pattern.data()) != nullptr);
+  const std::string dir = pattern;
+  REQUIRE(std::system(("mkdir -p " + dir + "/clusters").c_str()) == 0);
+  std::ofstream(dir + "/gpus.yaml") << read_file(source_path("scenarios/gpus.yaml"));
+  std::ofstream(dir + "/clusters/cluster.yaml") << cluster_yaml;
+  std::ofstream(dir + "/scenario.yaml")
+      << "name: " << tag << "\ncluster: clusters/cluster.yaml\nmodel: " << source_path("scenarios/models/megatron-1.7b.yaml")
+      << "\ngpus: 32\nparallel: " << parallel << "\nschedule: 1f1b\nglobal_batch: 16\nmicrobatch: 1\nprecision: bf16\n"
+         "recompute: selective\n"
+      << extra;
+  return dir + "/scenario.yaml";
+}
+
 std::string replaced_all(std::string text, const std::string& from, const std::string& to, const std::string& what) {
   std::size_t at = text.find(from);
   if (at == std::string::npos) throw std::runtime_error("'" + from + "' not in " + what);

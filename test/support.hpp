@@ -59,6 +59,13 @@ std::string replaced_all(std::string text, const std::string& from, const std::s
 /// The text of a shipped file with every occurrence of `from` replaced by `to`.
 std::string shipped_with(const std::string& relative, const std::string& from, const std::string& to);
 
+/// A fresh folder laid out as scenarios/ is: the shipped GPU catalog, `cluster_yaml` as
+/// clusters/cluster.yaml and, as scenario.yaml, Megatron's 1.7B on 32 GPUs of that cluster (1F1B,
+/// global batch 16, microbatch 1, bf16, selective recompute) with `parallel` as its layout and
+/// `extra` appended as written. Returns the scenario's path.
+std::string small_megatron_scenario(const std::string& tag, const std::string& cluster_yaml, const std::string& parallel,
+                                    const std::string& extra = "");
+
 struct CliResult {
   int exit_code = 0;
   std::string stdout_text;

@@ -22,18 +22,7 @@ std::string four_nodes(const std::string& shipped) {
 /// Megatron's 1.7B on the four DGX A100 nodes of `cluster_yaml`, tp 2, pp 2, dp 8 (eight replicas
 /// to fold), with `variability` appended as written. Laid out as scenarios/ is.
 std::string scenario_with(const std::string& cluster_yaml, const std::string& variability) {
-  char pattern[] = "/tmp/clustersim-variability-XXXXXX";
-  REQUIRE(mkdtemp(pattern) != nullptr);
-  const std::string dir = pattern;
-  REQUIRE(std::system(("mkdir -p " + dir + "/clusters").c_str()) == 0);
-  std::ofstream(dir + "/gpus.yaml") << test::read_file(test::source_path("scenarios/gpus.yaml"));
-  std::ofstream(dir + "/clusters/cluster.yaml") << cluster_yaml;
-  std::ofstream(dir + "/scenario.yaml")
-      << "name: variability\ncluster: clusters/cluster.yaml\nmodel: " << test::source_path("scenarios/models/megatron-1.7b.yaml")
-      << "\ngpus: 32\nparallel: {tp: 2, pp: 2, dp: 8}\nschedule: 1f1b\nglobal_batch: 16\nmicrobatch: 1\nprecision: bf16\n"
-         "recompute: selective\n"
-      << variability;
-  return dir + "/scenario.yaml";
+  return test::small_megatron_scenario("variability", cluster_yaml, "{tp: 2, pp: 2, dp: 8}", variability);
 }
 
 const std::string kFatTree = "scenarios/clusters/dgx-a100-fat-tree.yaml";

@@ -111,17 +111,7 @@ namespace {
 /// node 1 to node 3, and each TP rank's data-parallel ring joins nodes 0 and 1 (2 and 3). Written
 /// to a fresh folder laid out as scenarios/ is (clusters/ beside the GPU catalog).
 std::string small_scenario(const std::string& cluster_yaml, const std::string& parallel = "{tp: 8, pp: 2, dp: 2}") {
-  char pattern[] = "/tmp/clustersim-whole-XXXXXX";
-  REQUIRE(mkdtemp(pattern) != nullptr);
-  const std::string dir = pattern;
-  REQUIRE(std::system(("mkdir -p " + dir + "/clusters").c_str()) == 0);
-  std::ofstream(dir + "/gpus.yaml") << test::read_file(test::source_path("scenarios/gpus.yaml"));
-  std::ofstream(dir + "/clusters/cluster.yaml") << cluster_yaml;
-  std::ofstream(dir + "/scenario.yaml")
-      << "name: whole-cluster\ncluster: clusters/cluster.yaml\nmodel: " << test::source_path("scenarios/models/megatron-1.7b.yaml")
-      << "\ngpus: 32\nparallel: " << parallel << "\nschedule: 1f1b\nglobal_batch: 16\nmicrobatch: 1\nprecision: bf16\n"
-         "recompute: selective\n";
-  return dir + "/scenario.yaml";
+  return test::small_megatron_scenario("whole-cluster", cluster_yaml, parallel);
 }
 
 std::string fat_tree_four_nodes() {

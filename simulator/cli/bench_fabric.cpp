@@ -6,23 +6,11 @@
 #include <chrono>
 #include <iostream>
 
+#include "simulator/cli/bench_clock.hpp"
 #include "topologies/report.hpp"
 #include "topologies/router.hpp"
 
 namespace clustersim::cli {
-
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-/// CPU time of this process: what one core spends, whatever else the machine runs.
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-}  // namespace
 
 void bench_fabric(const std::string& cluster_path) {
   auto t0 = std::chrono::steady_clock::now();

@@ -13,6 +13,7 @@
 
 #include "collectives/collective.hpp"
 #include "collectives/point_to_point.hpp"
+#include "simulator/cli/bench_clock.hpp"
 #include "simulator/cli/bench_fabric.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/engine.hpp"
@@ -56,17 +57,6 @@ struct Measurement {
   std::size_t flows = 0;
   std::size_t link_hops = 0;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
