@@ -110,6 +110,16 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+std::vector<std::string> switches_on(const Cluster& c, const Route& r) {
+  std::vector<std::string> out;
+  for (LinkDir d : r.links) {
+    const Link& l = c.links[link_of(d)];
+    const int v = d == forward(link_of(d)) ? l.b : l.a;
+    if (c.graph[v].kind == VertexKind::fabric_switch) out.push_back(c.graph[v].name);
+  }
+  return out;
+}
+
 std::string small_megatron_scenario(const std::string& tag, const std::string& cluster_yaml, const std::string& parallel,
                                     const std::string& extra) {
   std::string pattern = "/tmp/clustersim-" + tag + "-XXXXXX";

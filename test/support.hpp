@@ -46,6 +46,9 @@ CollectiveRequest request(Op op, int n, Bytes size, int channels, const char* pr
 /// A cluster from YAML text (named `name` in errors).
 Cluster cluster_from_yaml(const std::string& yaml, const std::string& name = "test.yaml");
 
+/// The fabric switches a route enters, by name, in order.
+std::vector<std::string> switches_on(const Cluster& c, const Route& r);
+
 /// A flow of `size` bytes from src to dst over route `r`, paying its latency.
 Flow flow_on(const Route& r, int src_gpu, int dst_gpu, Bytes size);
 

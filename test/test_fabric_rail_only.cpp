@@ -35,15 +35,6 @@ const std::string& entered(const Cluster& c, LinkDir d) {
   return c.graph[d == forward(link_of(d)) ? l.b : l.a].name;
 }
 
-std::vector<std::string> switches_on(const Cluster& c, const Route& r) {
-  std::vector<std::string> out;
-  for (LinkDir d : r.links) {
-    const Link& l = c.links[link_of(d)];
-    const int v = d == forward(link_of(d)) ? l.b : l.a;
-    if (c.graph[v].kind == VertexKind::fabric_switch) out.push_back(c.graph[v].name);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -77,10 +68,10 @@ TEST_CASE("rail-only routes: a rail's own switches, and NVLink to the destinatio
   const Router router(c);
   auto route = [&](int src, int dst) { return router.route(src, dst, flow_hash(src, dst, 0)); };
   // Same rail, nodes 0 and 1 on one rail leaf (32 nodes a leaf): PCIe, NIC, leaf, NIC, PCIe.
-  CHECK(switches_on(c, route(0, 8)) == std::vector<std::string>{"rail0.leaf0"});
+  CHECK(test::switches_on(c, route(0, 8)) == std::vector<std::string>{"rail0.leaf0"});
   CHECK(route(0, 8).links.size() == 4);
   // Same rail, nodes 0 and 40 on leaves 0 and 1: leaf, spine, leaf.
-  const std::vector<std::string> up_down = switches_on(c, route(0, 40 * 8));
+  const std::vector<std::string> up_down = test::switches_on(c, route(0, 40 * 8));
   REQUIRE(up_down.size() == 3);
   CHECK(up_down.front() == "rail0.leaf0");
   CHECK(up_down.back() == "rail0.leaf1");
@@ -90,7 +81,7 @@ TEST_CASE("rail-only routes: a rail's own switches, and NVLink to the destinatio
   CHECK(cross.links[0] == forward(c.gpu_switch_link[0]));
   CHECK(cross.links[1] == backward(c.gpu_switch_link[1]));
   CHECK(cross.links[2] == forward(c.nic_pcie_link[1]));
-  CHECK(switches_on(c, cross) == std::vector<std::string>{"rail1.leaf0"});
+  CHECK(test::switches_on(c, cross) == std::vector<std::string>{"rail1.leaf0"});
   CHECK(entered(c, cross.links.back()) == "n1.gpu1");
 }
 

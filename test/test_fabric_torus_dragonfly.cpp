@@ -16,16 +16,6 @@ namespace {
 const std::string kTorus = "scenarios/clusters/torus-h100-4x4x4.yaml";
 const std::string kDragonfly = "scenarios/clusters/dragonfly-h100.yaml";
 
-/// The switches a route enters, by name.
-std::vector<std::string> switches_on(const Cluster& c, const Route& r) {
-  std::vector<std::string> out;
-  for (LinkDir d : r.links) {
-    const Link& l = c.links[link_of(d)];
-    const int v = d == forward(link_of(d)) ? l.b : l.a;
-    if (c.graph[v].kind == VertexKind::fabric_switch) out.push_back(c.graph[v].name);
-  }
-  return out;
-}
 
 int switch_links(const Cluster& c) {
   int n = 0;
@@ -47,7 +37,7 @@ TEST_CASE("torus routes are dimension-ordered and take the wrap-around when shor
   const Router router(c);
   auto route_nodes = [&](int src_node, int dst_node) {
     const int src = src_node * 8, dst = dst_node * 8;
-    return switches_on(c, router.route(src, dst, flow_hash(src, dst, 0)));
+    return test::switches_on(c, router.route(src, dst, flow_hash(src, dst, 0)));
   };
   // (0,0,0) to (3,0,0): one hop over the wrap link, not three.
   CHECK(route_nodes(0, 3) == std::vector<std::string>{"torus.0.0.0", "torus.3.0.0"});
@@ -82,7 +72,7 @@ TEST_CASE("dragonfly minimal routes: one router, two in a group, at most four be
   for (int src_node = 0; src_node < 36; ++src_node)
     for (int dst_node = 0; dst_node < 36; ++dst_node) {
       if (src_node == dst_node) continue;
-      const std::size_t hops = switches_on(c, router.route(src_node * 8, dst_node * 8, 1)).size();
+      const std::size_t hops = test::switches_on(c, router.route(src_node * 8, dst_node * 8, 1)).size();
       if (src_node / 4 == dst_node / 4) CHECK(hops == 2);  // one node a router: two routers of one group
       longest = std::max(longest, hops);
     }
