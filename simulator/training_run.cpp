@@ -79,13 +79,16 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 
 }  // namespace
 
+FoldMode fold_under(const VariabilitySpec& v, FoldMode asked) {
+  // Variability makes replicas unlike: replica 0 cannot stand for the rest unproven.
+  const bool varies = v.varies_speed() || !v.links.empty();
+  return varies && asked == FoldMode::assume ? FoldMode::exact : asked;
+}
+
 RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
                        TpPlacement tp_placement, bool link_tiers, TraceSink* trace) {
   IterationPlan plan = plan_iteration(s, kernels);
-  // Variability makes replicas unlike: replica 0 cannot stand for the rest unproven.
-  const bool varies = s.variability.varies_speed() || !s.variability.links.empty();
-  if (varies && fold == FoldMode::assume) fold = FoldMode::exact;
-  plan.fold = fold;
+  plan.fold = fold_under(s.variability, fold);
   plan.tp_placement = tp_placement;
   const std::vector<StageMemory> memory = plan_memory(s, plan);
   for (std::size_t r = 0; r < memory.size(); ++r)

@@ -51,6 +51,11 @@ class OutOfMemoryError : public UserError {
   using UserError::UserError;
 };
 
+/// The fold a run uses: `asked`, except that variability turns the unproven `assume` into `exact`
+/// (replicas are unlike, so replica 0 cannot stand for the rest). run_training applies it; the
+/// CLI asks it too, to print and record the fold it ran.
+FoldMode fold_under(const VariabilitySpec& variability, FoldMode asked);
+
 /// Simulates one iteration. A scenario's variability (workloads/variability.hpp) degrades and fails
 /// its links before anything is routed and sets each GPU's speed; under it `FoldMode::assume`
 /// becomes exact, since variability is what makes replicas unlike. Memory beyond the GPU's HBM is an OutOfMemoryError naming the stage,

@@ -13,7 +13,9 @@
 
 #include <sys/wait.h>
 #include <csignal>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <unistd.h>
 
 #include <algorithm>
@@ -194,6 +196,21 @@ struct Expect {
   std::string contains;
 };
 
+/// Waits for a child, killing it after 60 s of sleeps, so a hang fails the case instead of stalling
+/// the suite.
+int wait_for(pid_t pid) {
+  int status = 0;
+  for (int waited_ms = 0; waitpid(pid, &status, WNOHANG) == 0; waited_ms += 2) {
+    if (waited_ms > 60'000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    usleep(2000);
+  }
+  return status;
+}
+
 /// Runs the binary on `args` (split at spaces: the corpus's paths have none) without a shell, its
 /// output in two files; killed after 60 s, so a hang fails the case instead of stalling the suite.
 clustersim::test::CliResult run(const std::string& args) {
@@ -207,20 +224,24 @@ clustersim::test::CliResult run(const std::string& args) {
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  // The harness's own failures (a fork or exec that did not happen) exit 127 with the reason in the
+  // error file, which clustersim never writes; they are retried, not counted against clustersim.
   int status = 0;
-  for (int waited_ms = 0; waitpid(pid, &status, WNOHANG) == 0; waited_ms += 2) {
-    if (waited_ms > 60'000) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
+      execv(argv[0], argv.data());
+      std::fprintf(stderr, "harness: exec %s failed: %s\n", argv[0], std::strerror(errno));
+      _exit(127);
     }
-    usleep(2000);
+    if (pid < 0) {
+      usleep(100'000);
+      continue;
+    }
+    status = wait_for(pid);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 127 && read_file(err).rfind("harness: ", 0) == 0)) break;
+    usleep(100'000);
   }
   clustersim::test::CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

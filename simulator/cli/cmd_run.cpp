@@ -264,13 +264,13 @@ void add_run_command(CLI::App& app) {
     }
     const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, overrides); });
     const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, s.gpus()) : GpuSelection{};
-    if (s.variability.varies_speed() || !s.variability.links.empty()) {
-      if (fold == FoldMode::assume && o->fold_given)
+    if (fold_under(s.variability, fold) != fold) {
+      if (o->fold_given)
         throw UserError("command line", 0, "--fold",
                         "expected exact, none or all: the scenario declares variability, which makes replicas unlike, "
                         "and assume simulates replica 0 for all of them");
-      if (fold == FoldMode::assume) o->fold = "exact";  // run_training folds exactly under variability
-      fold = parse_fold(o->fold);
+      fold = fold_under(s.variability, fold);
+      o->fold = to_string(fold);
     }
     const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives, fold);
     if (o->repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none)

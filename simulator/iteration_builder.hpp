@@ -1,0 +1,246 @@
+#pragma once
+// The iteration builder: one training iteration as a flow graph over every simulated GPU, replayed
+// on the engine and accounted per pipeline rank. Private to simulator/ (iteration.hpp is the
+// interface); its parts live in one file each: iteration.cpp (layout and the run),
+// iteration_placement.cpp (which replicas are simulated, where TP collectives run),
+// iteration_graph.cpp (passes, transfers, gradient collectives, syncs), iteration_account.cpp
+// (finish times -> breakdowns) and iteration_trace.cpp (the Perfetto trace).
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "simulator/fold.hpp"
+#include "simulator/iteration.hpp"
+#include "simulator/pass_in_place.hpp"
+#include "simulator/pass_times.hpp"
+#include "simulator/trace_sink.hpp"
+
+namespace clustersim {
+
+inline bool is_input_gradient(PassKind k) { return k == PassKind::backward || k == PassKind::backward_input; }
+
+/// Where a pass is in the flow graph, and what it waited for.
+struct PassTasks {
+  int replica = 0;
+  int rank = -1;
+  FlowId step = -1;         // the pass's last step
+  FlowId entry = -1;        // its first: waits for its input
+  FlowId transfer_in = -1;  // the pipeline transfer this pass waits for, if any
+  FlowId arrival = -1;      // when its input is whole: the transfer, or the all-gather that follows it
+  FlowId producer = -1;     // the pass that sent it
+  int from_rank = -1;       // the pipeline rank that sent it
+  int sent = 0;             // transfers, one per sending GPU, at ids transfer_in, transfer_in + 1, ...
+  Bytes bytes = 0;          // each of them
+};
+
+class IterationBuilder {
+ public:
+  IterationBuilder(FabricEngine& engine, const Router& router, const IterationPlan& plan, TraceSink* trace)
+      : engine_(engine), router_(router), plan_(plan), times_(engine, router, plan), trace_(trace) {}
+
+  IterationResult run();
+
+ private:
+  int ranks() const { return plan_.shape.stages; }
+  int members() const { return static_cast<int>(units_.front().size()); }
+  int gpu(int replica, int rank, int member) const {
+    return units_[static_cast<std::size_t>(replica * ranks() + rank)][static_cast<std::size_t>(member)];
+  }
+  /// The GPUs of a rank whose own transfers and syncs go on the fabric: all of them, except when
+  /// replicas are folded without proof, where GPU 0 stands for its rank as it did before
+  /// whole-cluster replay.
+  int own_members() const { return plan_.fold == FoldMode::assume ? 1 : members(); }
+  std::size_t unit(int replica, int rank) const { return static_cast<std::size_t>(replica * ranks() + rank); }
+  /// The speed a unit computes at: its GPUs run in lockstep (TP and CP collectives every layer),
+  /// so its slowest GPU's.
+  double unit_speed(int replica, int rank) const {
+    if (plan_.gpu_speed.empty()) return 1;
+    double slowest = 1;
+    for (int g : units_[unit(replica, rank)]) slowest = std::min(slowest, plan_.gpu_speed.at(static_cast<std::size_t>(g)));
+    return slowest;
+  }
+  /// Each unit's speed of a replica, by rank; empty when every GPU computes as calibrated.
+  std::vector<double> replica_speeds(int replica) const;
+
+  /// A hand-built plan (tests) names one GPU per rank and one data-parallel group: one replica.
+  void normalise_layout();
+
+  /// The pipeline rank pairs that send to each other, in a fixed order: what every replica sends.
+  std::vector<std::pair<int, int>> transfer_pairs() const;
+
+  /// The (rank, rank) pairs whose gradients an all-reduce inside a replica sums: the tied embedding
+  /// and a stage held twice.
+  std::vector<std::pair<int, int>> sync_pairs() const;
+
+  /// The route a pipeline transfer takes: one connection per GPU pair, as NCCL keeps one per peer,
+  /// so every microbatch hashes onto the same path (a training run's router keeps it, routed once).
+  Route transfer_route(int src, int dst) const { return router_.route(src, dst, flow_hash(src, dst, 0)); }
+
+  /// The job's traffic other than TP collectives, as the fold and the isolation proof see it:
+  /// each replica's own flows (every GPU's pipeline transfers, the syncs inside it) and the
+  /// gradient rings shared between replicas. Empty when folded without proof or free.
+  FoldInput job_traffic() const;
+
+  /// Times every pass of every rank alone (and the scatter-gather's all-gather), and notes which
+  /// rank runs each (model stage, forward?, microbatch), before any pass is placed.
+  void plan_passes();
+
+  Segment gather_segment() const {
+    Segment gather;
+    gather.tp_op = Op::all_gather;
+    gather.tp_bytes = plan_.p2p_gather_bytes;
+    return gather;
+  }
+
+  /// The TP groups of one unit: its members in runs of tp (tp fastest). A hand-built plan's unit
+  /// of one GPU stands for its rank's TP group.
+  std::vector<std::vector<int>> tp_groups(int replica, int rank) const;
+
+  /// Every TP collective `rank` runs, lowered over `group` as it ran alone.
+  std::vector<OwnFlow> tp_flows(int rank, const std::vector<int>& group) const;
+
+  /// TP collectives keep their alone times where no link of any TP group carries other traffic of
+  /// the job (traffic_isolation.hpp); elsewhere they run in place. MoE all-to-alls, CP exchanges
+  /// and ZeRO's per-layer collectives stay out of the proof: they are timed alone (README).
+  void place_tp_collectives(FoldInput& traffic);
+
+  /// Room for the whole graph before it grows: a whole-cluster graph is millions of flows, and
+  /// growing by doubling would move every one several times. Reserved pages that stay unused are
+  /// never touched, so the estimate errs high: per pass a step, each member's transfer, their
+  /// join and a gather, and as much again for the gradient collectives and tails.
+  void reserve_flows();
+
+  /// Decides which replicas are simulated: those whose traffic is not provably an image of
+  /// another simulated replica's (fold.hpp).
+  void fold(const FoldInput& in);
+
+  FlowGraph ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const;
+
+  using PassKey = std::tuple<int, int, bool, int>;  // (replica, model stage, forward?, microbatch)
+
+  /// One replica's steps on one pipeline rank: its GPUs run them in lockstep.
+  void add_rank_passes(int replica, int rank);
+
+  /// Forward activations go to the next model stage; input gradients go back to the previous one.
+  /// Without sequence parallelism each TP rank sends 1/t of the tensor and the receivers all-gather
+  /// it over NVLink (Megatron's scatter-gather, Narayanan et al. 2021 section 4.1). A blocking
+  /// transfer (Megatron's synchronous send/recv) holds the sender until it ends; the receiver is
+  /// taken to have posted its receive in time (waiting for it too could deadlock a table whose
+  /// ranks post in another order than ours).
+  void add_transfers();
+
+  /// Adds a collective's flows after `after`; returns the flows that end it.
+  std::vector<FlowId> add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after);
+
+  /// The (rank, chunk) slots of the first and the last model stage whose tied embedding gradients
+  /// an all-reduce sums; none when one rank holds both. A schedule that holds stages twice
+  /// (DualPipe) keeps a first and a last stage on one rank: the tied gradients meet there, and the
+  /// replica sync sums the copies.
+  std::optional<std::vector<std::pair<int, int>>> embedding_slots() const;
+
+  /// The tied embedding's gradient all-reduce between the ranks of the first and the last model
+  /// stage, once both have run their last backward of those stages.
+  void add_embedding_sync(int replica);
+
+  /// A stage held by several ranks (DualPipe's two directions) has one gradient per copy: they are
+  /// summed by an all-reduce between the holders before the optimizer step.
+  void add_replica_sync(int replica);
+
+  /// An all-reduce between the GPUs of some (rank, chunk) slots of one replica, one per member,
+  /// once each slot has run its last pass on that chunk; the ranks' optimizer steps wait for it.
+  void sync_after(int replica, const std::vector<std::pair<int, int>>& slots, Bytes bytes);
+
+  /// A chunk's gradients and the groups that reduce them: dense weights over data parallelism (a
+  /// group per TP rank), routed experts over their replicas (a group per TP and expert rank).
+  std::vector<std::pair<const std::vector<std::vector<int>>*, Bytes>> gradient_groups(int rank, const StagePlan& sp) const;
+
+  /// A zero-time step after all of `flows`.
+  FlowId join(int gpu_id, std::vector<FlowId> flows);
+
+  /// A chunk's gradient reduction over its groups, overlapped with its last backward pass the way
+  /// Megatron-Core's DDP does it: the rank's first chunk is cut into buckets of max(40M, 1M x group
+  /// size) parameters, each reduced as soon as the backward has produced it on every replica
+  /// (gradients come out at an even rate over the pass, layer after layer); its later chunks are one
+  /// bucket each, reduced when the chunk's backward ends (distributed.py: disable_bucketing for
+  /// model_chunk_idx > 0). Buckets on one group run one after another, as NCCL orders them on its
+  /// stream; the groups of a rank's TP ranks run side by side.
+  std::vector<FlowId> add_bucketed_reduce(int rank, int chunk, Op op, const std::vector<std::vector<int>>& groups,
+                                          Bytes bytes);
+
+  /// Gradient collectives per chunk, bucketed under its last backward (or, not overlapped, in one
+  /// piece as the rank's last backward ends on every replica), then each replica's optimizer step,
+  /// then (with the distributed optimizer) the parameter all-gather.
+  void add_tail(int rank);
+
+  static Seconds& bucket(RankBreakdown& b, SegmentKind kind);
+
+  Seconds start_of(const std::vector<Seconds>& finish, FlowId id) const {
+    Seconds t = 0;
+    for (FlowId a : graph_.flows[id].after) t = std::max(t, finish[a]);
+    return t;
+  }
+
+  /// The simulated replica that ends last (the first of those on a tie): the breakdown is its.
+  int slowest_replica(const std::vector<Seconds>& finish) const;
+
+  IterationResult account(const std::vector<Seconds>& finish);
+
+  struct Step {
+    FlowId id;     // its last step
+    FlowId entry;  // its first
+    std::optional<PassChain> chain;  // TP collectives in place
+    int replica;
+    int rank;
+    const PassShape* shape;
+    PassOp op;
+    int stage;
+    std::optional<PassOp> partner;  // the second pass of an overlapped F&B unit
+    int partner_stage;
+  };
+
+  FabricEngine& engine_;
+  const Router& router_;
+  const IterationPlan& plan_;
+  PassTimes times_;
+  FlowGraph graph_;
+  std::vector<std::vector<int>> units_;  // [replica * ranks + rank] -> its GPUs
+  int replicas_ = 1;
+  std::vector<std::vector<std::vector<int>>> dp_groups_, expert_groups_;  // [rank] -> groups
+  std::vector<int> simulated_;  // the replicas the engine runs; the rest fold onto them
+  std::vector<Step> steps_;
+  std::map<PassKey, PassTasks> passes_;
+  std::vector<std::vector<std::pair<int, int>>> holders_;  // model stage -> (rank, chunk) slots holding it
+  std::map<std::tuple<int, int, int>, FlowId> last_of_chunk_;  // (replica, rank, chunk) -> last step of its last pass
+  std::vector<FlowId> rank_last_, optimizer_, rank_end_;  // by unit
+  std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
+  std::map<std::tuple<int, bool, int>, int> pass_rank_;  // (model stage, forward?, microbatch) -> its pipeline rank
+  bool tp_in_place_ = false;
+  std::string tp_placement_;
+  std::map<FlowId, std::pair<FlowId, Seconds>> chain_entry_;  // a pass in place: last step -> (entry, planned time)
+  std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
+  std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for
+  Bytes pp_bytes_ = 0;
+  TraceSink* trace_ = nullptr;
+  std::vector<int> simulated_as_;  // by replica: the simulated replica it folds onto (itself if simulated)
+  struct CommRecord {
+    int rank;
+    int replica;  // a collective inside one replica (its copies fold with it); -1: across replicas
+    Op op;
+    Bytes bytes;
+    std::vector<int> group;
+    FlowId after;
+    std::vector<FlowId> ends;
+    const char* label;
+  };
+  std::vector<CommRecord> comm_records_;  // the gradient collectives, kept for a trace only
+
+  void record_comm(int rank, int replica, Op op, Bytes bytes, const std::vector<int>& group, FlowId after,
+                   const std::vector<FlowId>& ends, const char* label);
+
+  void write_trace(const std::vector<Seconds>& finish);
+};
+
+}  // namespace clustersim
