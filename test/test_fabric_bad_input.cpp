@@ -51,8 +51,13 @@ TEST_CASE("planes on a fabric without planes, and NIC ports it would not wire, a
 }
 
 TEST_CASE("an unknown routing policy is rejected with the known ones") {
+  expect_error(kRailOnly, "  nodes: 2048\n", "  nodes: 2048\n  routing: random\n", "routing: random",
+               "fabric.routing", "ecmp, adaptive, spray, valiant");
+}
+
+TEST_CASE("Valiant routing on a fabric without groups is rejected at fabric.routing") {
   expect_error(kRailOnly, "  nodes: 2048\n", "  nodes: 2048\n  routing: valiant\n", "routing: valiant",
-               "fabric.routing", "ecmp, adaptive, spray");
+               "fabric.routing", "expected ecmp, adaptive or spray on a rail_only fabric");
 }
 
 TEST_CASE("a rail-only rail that does not fit its tiers is named at fabric.tiers") {

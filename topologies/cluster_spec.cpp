@@ -11,6 +11,7 @@ const char* to_string(Routing routing) {
     case Routing::ecmp: return "ecmp";
     case Routing::adaptive: return "adaptive";
     case Routing::spray: return "spray";
+    case Routing::valiant: return "valiant";
   }
   return "?";
 }
@@ -113,8 +114,14 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   if (auto d = f.find("dims"))
     for (std::size_t i = 0; i < d->size(); ++i) fabric.dims.push_back(read_count(d->element(i), kMaxTorusSide, "routers"));
   if (auto r = f.find("routing")) {
-    const std::string routing = r->as_choice({"ecmp", "adaptive", "spray"});
-    fabric.routing = routing == "ecmp" ? Routing::ecmp : routing == "adaptive" ? Routing::adaptive : Routing::spray;
+    const std::string routing = r->as_choice({"ecmp", "adaptive", "spray", "valiant"});
+    fabric.routing = routing == "ecmp"       ? Routing::ecmp
+                     : routing == "adaptive" ? Routing::adaptive
+                     : routing == "spray"    ? Routing::spray
+                                             : Routing::valiant;
+    // Valiant's detour is through another group: only a dragonfly has groups.
+    if (fabric.routing == Routing::valiant && fabric.type != "dragonfly")
+      r->fail("expected ecmp, adaptive or spray on a " + fabric.type + " fabric: valiant routes through an intermediate group of a dragonfly");
   }
   fabric.switch_link = read_link(f, spec, "bandwidth_Gbps");
   if (auto tiers = f.find("tiers")) {

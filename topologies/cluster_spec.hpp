@@ -44,7 +44,7 @@ struct TierSpec {
 };
 
 /// How a switch picks among equal-cost next hops (topologies/router.hpp).
-enum class Routing { ecmp, adaptive, spray };
+enum class Routing { ecmp, adaptive, spray, valiant };
 const char* to_string(Routing routing);
 
 struct FabricSpec {

@@ -1,7 +1,7 @@
 // A dragonfly (Kim, Dally, Scott and Abts, ISCA 2008): groups of routers joined all-to-all inside a
 // group by local links, and groups joined all-to-all by global links, each router holding
-// `global_links` of them. Nodes fill routers in order. Minimal routing is the router's shortest
-// path: at most local, global, local (four routers).
+// `global_links` of them. Nodes fill routers in order. Minimal routing takes the one global link
+// between two groups: local, global, local (four routers at most; Router::dragonfly_waypoints).
 #include "topologies/cluster.hpp"
 #include "topologies/fabric.hpp"
 

@@ -102,9 +102,46 @@ int Router::adaptive_pick(int at, const std::vector<std::uint16_t>& dist, std::u
 
 void Router::walk_ports(int src_port, int dst_port, std::uint64_t hash, int way, Route& into) const {
   into.append(cluster_, forward(cluster_.nic_port_link[src_port]));  // NIC -> its switch
-  const int target = cluster_.nic_switch[dst_port];
-  const auto& dist = distances_to(target);
   int at = cluster_.nic_switch[src_port];
+  const int target = cluster_.nic_switch[dst_port];
+  if (cluster_.spec.fabric.type == "dragonfly") {
+    for (int next : dragonfly_waypoints(at, target, hash)) {
+      walk_switches(at, next, hash, way, into);
+      at = next;
+    }
+  } else {
+    walk_switches(at, target, hash, way, into);
+  }
+  into.append(cluster_, backward(cluster_.nic_port_link[dst_port]));  // switch -> NIC
+}
+
+std::vector<int> Router::dragonfly_waypoints(int from, int target, std::uint64_t hash) const {
+  // Routers are numbered group by group (fabric_dragonfly.cpp), and group g's link to group t
+  // (g < t) leaves router (t - 1) / h of g and lands on router g / h of t. A route between groups
+  // takes that link (Kim et al., ISCA 2008, section 4.1: local, global, local), never a shorter
+  // chain of two global links through a third group, which a shortest path in hops would.
+  const FabricSpec& f = cluster_.spec.fabric;
+  const int a = f.routers_per_group, h = f.global_links;
+  const int src_group = from / a, dst_group = target / a;
+  if (src_group == dst_group) return {target};
+  auto link = [&](int g, int t) {  // (the router of g holding the g-t link, the router of t it lands on)
+    return g < t ? std::make_pair(g * a + (t - 1) / h, t * a + g / h) : std::make_pair(g * a + t / h, t * a + (g - 1) / h);
+  };
+  if (f.routing != Routing::valiant || f.groups < 3) {
+    const auto [out, in] = link(src_group, dst_group);
+    return {out, in, target};
+  }
+  // Valiant: minimally to an intermediate group the flow's hash picks among the others, then
+  // minimally to the destination: local, global, local, global, local at most.
+  int mid = static_cast<int>(mix(hash ^ 0x76616c69616e74ULL) % static_cast<std::uint64_t>(f.groups - 2));
+  for (int g : {std::min(src_group, dst_group), std::max(src_group, dst_group)}) mid += mid >= g;
+  const auto [out, in] = link(src_group, mid);
+  const auto [out2, in2] = link(mid, dst_group);
+  return {out, in, out2, in2, target};
+}
+
+void Router::walk_switches(int at, int target, std::uint64_t hash, int way, Route& into) const {
+  const auto& dist = distances_to(target);
   // Builders only make connected fabrics and the router never asks across planes or isolated rails;
   // a hole here is a bug, not bad input.
   if (dist[at] == kUnreachable) throw std::logic_error("fabric is disconnected: no route between two NICs");
@@ -136,7 +173,6 @@ void Router::walk_ports(int src_port, int dst_port, std::uint64_t hash, int way,
     into.append(cluster_, d);
     at = next->peer_switch;
   }
-  into.append(cluster_, backward(cluster_.nic_port_link[dst_port]));  // switch -> NIC
 }
 
 int Router::first_hop_ways(int src_port, int dst_port) const {

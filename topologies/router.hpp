@@ -1,5 +1,5 @@
 #pragma once
-// Routing computed on demand (hashed ECMP by default; adaptive and spraying per fabric.routing). Inside a node a route is the NVSwitch or mesh link; across nodes
+// Routing computed on demand (hashed ECMP by default; adaptive, spraying and, on a dragonfly, Valiant per fabric.routing). Inside a node a route is the NVSwitch or mesh link; across nodes
 // it is GPU -> PCIe -> NIC -> switches -> NIC -> PCIe -> GPU. Between switches every hop picks one
 // of the equal-cost next hops by a hash of (flow key, switch), as a real switch hashes a packet's
 // 5-tuple, so two flows can collide on one uplink while a third takes another. Shortest-path
@@ -65,6 +65,11 @@ class Router {
   const std::vector<std::uint16_t>& distances_to(int dst_switch) const;
   /// The switch walk of append_network and append_port_path; way < 0: the fabric's policy.
   void walk_ports(int src_port, int dst_port, std::uint64_t hash, int way, Route& into) const;
+  /// Shortest path between two switches, one equal-cost next hop at each by the policy.
+  void walk_switches(int at, int target, std::uint64_t hash, int way, Route& into) const;
+  /// The routers a dragonfly route passes, in order, after `from` and ending at `target`: the two
+  /// ends of the global link between their groups (and, under valiant, of an intermediate group's).
+  std::vector<int> dragonfly_waypoints(int from, int target, std::uint64_t hash) const;
   int adaptive_pick(int at, const std::vector<std::uint16_t>& dist, std::uint64_t hash) const;
   Route compute_route(int src_gpu, int dst_gpu, std::uint64_t hash) const;
   const Cluster& cluster_;
