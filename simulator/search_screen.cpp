@@ -285,6 +285,7 @@ std::vector<std::string> Configuration::overrides() const {
       "parallel.cp=" + std::to_string(cp), "parallel.ep=" + std::to_string(ep),
       "parallel.virtual_stages=" + std::to_string(virtual_stages), "microbatch=" + std::to_string(microbatch),
       std::string("recompute=") + recompute_name(recompute), "parallel.zero_stage=" + std::to_string(zero_stage),
+      std::string("parallel.distributed_optimizer=") + (zero_stage >= 1 ? "true" : "false"),
       "schedule=" + schedule->name()};
   return out;
 }
