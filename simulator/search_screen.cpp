@@ -157,6 +157,9 @@ struct Screen::State {
     s.schedule = find_schedule("1f1b");
     s.schedule_name = "1f1b";
     s.global_batch = s.microbatch * s.layout.dp;
+    // Every layer of a kind has the same segments: the probe builds one of each (MoE models: the
+    // dense layers before the first MoE layer, then one MoE layer), so its plan is small.
+    s.model.layers = s.model.moe ? s.model.moe->dense_layers + 1 : 1;
     s.stage_layers = {s.model.layers};
     auto out = std::make_shared<RawCosts>();
     out->plan = plan_iteration(s);
@@ -185,8 +188,9 @@ struct Screen::State {
     out->embedding_params = static_cast<double>(m.vocab) * m.hidden / c.tp;
     const double w = out->plan.gradient_bytes_per_param;
     const int moe_layers = m.moe ? m.layers - m.moe->dense_layers : 0;
-    out->dense_params_per_layer = (static_cast<double>(sp.gradient_bytes) / w - out->embedding_params) / m.layers;
-    out->expert_params_per_moe_layer = moe_layers > 0 ? static_cast<double>(sp.expert_gradient_bytes) / w / moe_layers : 0;
+    const int probe_moe_layers = m.moe ? 1 : 0;
+    out->dense_params_per_layer = (static_cast<double>(sp.gradient_bytes) / w - out->embedding_params) / s.model.layers;
+    out->expert_params_per_moe_layer = moe_layers > 0 ? static_cast<double>(sp.expert_gradient_bytes) / w / probe_moe_layers : 0;
     out->activation_bytes = sp.activation_bytes;
     out->p2p_gather_bytes = out->plan.p2p_gather_bytes;
     return *raw.emplace(key, out).first->second;
@@ -264,9 +268,12 @@ struct Screen::State {
     if (!s.not_applicable(shape)) {
       const bool splits = split.count(&s) ? split[&s] : (split[&s] = splits_backward(s));
       const ScheduleTiming t = replay(s, shape, 1.0, 2.0, splits ? 1.0 : 0.0);
-      // Memory's peaks, as training_run counts them: the table replayed with unit passes.
-      const ScheduleTiming mem = replay(s, shape, 1.0, 2.0);
-      out = ReplayShape{t.makespan_s, mem.peak_in_flight_microbatches, mem.peak_held_by_chunk};
+      out = ReplayShape{t.makespan_s, t.peak_in_flight_microbatches, t.peak_held_by_chunk};
+      if (splits) {  // memory's peaks as training_run counts them: the table replayed with W = 0
+        const ScheduleTiming mem = replay(s, shape, 1.0, 2.0);
+        out->in_flight = mem.peak_in_flight_microbatches;
+        out->held_by_chunk = mem.peak_held_by_chunk;
+      }
     }
     replays.emplace(key, out);
     return out;
