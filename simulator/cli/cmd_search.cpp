@@ -252,22 +252,24 @@ void add_search_command(CLI::App& app) {
     const int top = static_cast<int>(parse_integer(o->top, "--top", 0, 10000));
     const int jobs = static_cast<int>(parse_integer(o->jobs, "-j", 1, 256));
     check_input_path(o->scenario, "scenario");
-    // The scenario as given, then its GPU count and batch: dp follows the GPUs.
-    const ScenarioSpec given = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
+    // The scenario as given; then its GPU count and batch, which need not suit its own layout (the
+    // search changes that): dp follows the GPUs, and each verified configuration is loaded anew.
+    ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
     if (!o->gpus.empty()) {
-      const long per_replica = static_cast<long>(given.layout.tp) * given.layout.cp * given.layout.pp;
-      const long gpus = parse_integer(o->gpus, "--gpus", per_replica, given.cluster.gpu_count());
+      const long per_replica = static_cast<long>(base.layout.tp) * base.layout.cp * base.layout.pp;
+      const long gpus = parse_integer(o->gpus, "--gpus", per_replica, base.cluster.gpu_count());
       if (gpus % per_replica != 0)
         throw UserError("command line", 0, "--gpus",
                         fmt::format("expected a multiple of the scenario's tp x cp x pp ({}), got {}", per_replica, gpus));
+      base.layout.dp = static_cast<int>(gpus / per_replica);
       o->overrides.push_back("gpus=" + std::to_string(gpus));
-      o->overrides.push_back("parallel.dp=" + std::to_string(gpus / per_replica));
     }
-    if (!o->global_batch.empty())
-      o->overrides.push_back("global_batch=" + std::to_string(parse_integer(o->global_batch, "--global-batch", 1, 1L << 20)));
+    if (!o->global_batch.empty()) {
+      base.global_batch = static_cast<int>(parse_integer(o->global_batch, "--global-batch", 1, 1L << 20));
+      o->overrides.push_back("global_batch=" + std::to_string(base.global_batch));
+    }
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->csv.empty()) check_output_path(o->csv, "--csv");
-    const ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
 
     Progress bar("screening", !o->quiet);
     const auto t0 = std::chrono::steady_clock::now();
