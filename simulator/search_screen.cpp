@@ -260,9 +260,10 @@ struct Screen::State {
     return c;
   }
 
-  std::optional<ReplayShape> replay_shape(const Schedule& s, int p, int m, int v) {
+  /// The cached replay (nullptr when the schedule cannot run the shape); its address stays valid.
+  const ReplayShape* replay_shape(const Schedule& s, int p, int m, int v) {
     auto key = std::make_tuple(&s, p, m, v);
-    if (auto it = replays.find(key); it != replays.end()) return it->second;
+    if (auto it = replays.find(key); it != replays.end()) return it->second ? &*it->second : nullptr;
     std::optional<ReplayShape> out;
     const ScheduleShape shape{p, m, v, 0};
     if (!s.not_applicable(shape)) {
@@ -275,8 +276,8 @@ struct Screen::State {
         out->held_by_chunk = mem.peak_held_by_chunk;
       }
     }
-    replays.emplace(key, out);
-    return out;
+    const auto& kept = replays.emplace(key, std::move(out)).first->second;
+    return kept ? &*kept : nullptr;
   }
 };
 
@@ -361,6 +362,8 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
     for (int cp : space.cp)
       for (int pp : space.pp) {
         const long block = per_ep_block * static_cast<long>(space.ep.size());
+        ModelSpec local = model;  // what one context-parallel rank holds of each sequence
+        local.seq_len = model.seq_len / cp;
         Configuration c;
         c.tp = tp, c.cp = cp, c.pp = pp;
         if (gpus % (tp * cp * pp) != 0) {
@@ -443,8 +446,7 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
                     const int stages = why ? 1 : sched->model_stages(shape);
                     if (!why && model.layers % stages != 0)
                       why = fmt::format("{} model stages do not divide the {} layers", stages, model.layers);
-                    std::optional<ReplayShape> rs;
-                    if (!why && !(rs = st.replay_shape(*sched, pp, m, v))) why = sched->name() + " cannot run this shape";
+                    const ReplayShape* rs = nullptr;  // replayed only for what fits without activations
                     if (why) {
                       --done;
                       remove(5, 1, [&] { return c.text() + ": " + *why; });
@@ -482,13 +484,13 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
                           chunk += res.first;
                           chunk_params += raw.embedding_params;
                           first = true;
-                          emb_flight = rs->held_by_chunk[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+                          emb_flight = rs ? rs->held_by_chunk[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)] : 0;
                         }
                         if (stage == stages - 1) {
                           chunk += res.last;
                           if (!model.tied_embeddings || stages > 1) chunk_params += raw.embedding_params;
                           last = true;
-                          head_flight = rs->held_by_chunk[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+                          head_flight = rs ? rs->held_by_chunk[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)] : 0;
                         }
                         if (ch == 0 && chunk0_params) *chunk0_params = chunk_params;
                         if (ch == 0 && chunk0_b) *chunk0_b = splits ? chunk.bi + chunk.w : chunk.b;
@@ -502,7 +504,7 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
                       const double unit = static_cast<double>(stages) / (pp * v);
                       load->layers = layers * unit;
                       load->moe_layers = moe_layers * unit;
-                      load->in_flight_microbatches = rs->in_flight[static_cast<std::size_t>(r)];
+                      load->in_flight_microbatches = rs ? rs->in_flight[static_cast<std::size_t>(r)] : 0;
                       load->first_stage = first;
                       load->last_stage = last;
                       load->embedding_in_flight_microbatches = emb_flight;
@@ -517,13 +519,28 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
                       }
                       return pc;
                     };
-                    ModelSpec local = model;
-                    local.seq_len = model.seq_len / cp;
                     const ActivationLayout act{mb, tp, base.sequence_parallel, rc, base.eight_bit_gemm_inputs(),
                                                base.attention == AttentionKernel::flash,
                                                rc == base.recompute ? base.recompute_modules : RecomputeModules{}};
+                    // Weights, gradients and optimizer state alone (no activations held) first: what
+                    // cannot fit even so needs no schedule replay.
+                    for (int i = 0; i < 2 && !oom; ++i) {
+                      StageLoad load;
+                      double params = 0;
+                      rank_cost(ranks_to_check[i], &params, nullptr, nullptr, &load);
+                      const StageMemory mem = stage_memory(local, act, load);
+                      if (mem.total > base.gpu.hbm_bytes)
+                        oom = fmt::format("{}: pipeline rank {} needs more than {:.1f} GiB before activations, more than the {}'s {:.1f} GiB",
+                                          c.text(), ranks_to_check[i], mem.total / double(1ULL << 30), base.gpu.name,
+                                          base.gpu.hbm_bytes / double(1ULL << 30));
+                    }
+                    if (!oom && !(rs = st.replay_shape(*sched, pp, m, v))) {
+                      --done;
+                      remove(5, 1, [&] { return c.text() + ": " + sched->name() + " cannot run this shape"; });
+                      continue;
+                    }
                     PassCost rank_pass[2];
-                    for (int i = 0; i < 2; ++i) {
+                    for (int i = 0; i < 2 && !oom; ++i) {
                       const int r = ranks_to_check[i];
                       StageLoad load;
                       double params = 0;

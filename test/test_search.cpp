@@ -35,9 +35,9 @@ void check_screen(const std::string& scenario, const std::string& vary, int expe
 
 }  // namespace
 
-TEST_CASE("search: Megatron 1.7B on 32 A100s, tp x pp x microbatch, screened within 5% of the engine") {
-  // tp and pp over the powers of two and divisors of 32 that divide the model, 5 microbatch sizes.
-  check_screen("scenarios/validation/narayanan-1.7b.yaml", "tp,pp,microbatch", 75);
+TEST_CASE("search: Megatron 1.7B on 32 A100s, pp x microbatch, screened within 5% of the engine") {
+  // pp 1, 2, 4, 8 (the divisors of 32 that divide the 24 layers; 16 does not) x microbatches 1 to 16.
+  check_screen("scenarios/validation/narayanan-1.7b.yaml", "pp,microbatch", 20);
 }
 
 TEST_CASE("search: GPT-3 175B on 1024 A100s, virtual stages x microbatch, screened within 5% of the engine") {
