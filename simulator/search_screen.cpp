@@ -340,7 +340,7 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
                                        space.microbatch.size() * space.recompute.size() * space.zero_stage.size() *
                                        space.virtual_stages.size() * space.schedules.size());
   result.candidates = total;
-  const char* rules[] = {"gpus", "layout", "expert parallelism", "batch", "sequence parallelism", "schedule", "memory"};
+  const char* rules[] = {"gpus", "layout", "expert parallelism", "batch", "sequence parallelism", "zero", "schedule", "memory"};
   result.removed.resize(std::size(rules));
   for (std::size_t i = 0; i < std::size(rules); ++i) result.removed[i].rule = rules[i];
   long done = 0;
@@ -373,7 +373,7 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
         c.dp = gpus / (tp * cp * pp);
         probe.layout.tp = tp, probe.layout.cp = cp, probe.layout.pp = pp, probe.layout.dp = c.dp;
         if (auto p = layout_problem(probe, gpus, false)) {
-          remove(1, block, [&] { return fmt::format("tp {} cp {} pp {}: parallel.{}: {}", tp, cp, pp, p->field.empty() ? "" : p->field, p->expected); });
+          remove(1, block, [&] { return fmt::format("tp {} cp {} pp {}: parallel{}: {}", tp, cp, pp, p->field.empty() ? "" : "." + p->field, p->expected); });
           continue;
         }
         for (int ep : space.ep) {
@@ -402,6 +402,12 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
             for (Recompute rc : space.recompute)
               for (int zero : space.zero_stage) {
                 c.recompute = rc, c.zero_stage = zero;
+                if (zero >= 2 && !base.overlap_grad_reduce) {  // as load_scenario: ZeRO-2/3 reduce during the backward
+                  remove(5, static_cast<long>(space.virtual_stages.size() * space.schedules.size()), [&] {
+                    return fmt::format("zero {} needs parallel.overlap_grad_reduce: true (ZeRO-2 and 3 reduce-scatter each layer's gradients during the backward)", zero);
+                  });
+                  continue;
+                }
                 const RawCosts& raw = st.raw_costs(c);
                 // This layout's groups, as plan_iteration forms them for pipeline rank 0.
                 ParallelLayout layout = base.layout;
@@ -449,7 +455,7 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
                     const ReplayShape* rs = nullptr;  // replayed only for what fits without activations
                     if (why) {
                       --done;
-                      remove(5, 1, [&] { return c.text() + ": " + *why; });
+                      remove(6, 1, [&] { return c.text() + ": " + *why; });
                       continue;
                     }
                     // Each rank's passes for one microbatch (all its chunks) and its state.
@@ -536,7 +542,7 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
                     }
                     if (!oom && !(rs = st.replay_shape(*sched, pp, m, v))) {
                       --done;
-                      remove(5, 1, [&] { return c.text() + ": " + sched->name() + " cannot run this shape"; });
+                      remove(6, 1, [&] { return c.text() + ": " + sched->name() + " cannot run this shape"; });
                       continue;
                     }
                     PassCost rank_pass[2];
@@ -555,7 +561,7 @@ ScreenResult Screen::run(const SearchSpace& space, const std::function<void(long
                     }
                     if (oom) {
                       --done;
-                      remove(6, 1, [&] { return *oom; });
+                      remove(7, 1, [&] { return *oom; });
                       continue;
                     }
                     // Interior ranks hold layers only (uniform).
