@@ -63,7 +63,6 @@ struct RawCosts {
   double dense_params_per_layer = 0, expert_params_per_moe_layer = 0, embedding_params = 0;
   Bytes activation_bytes = 0;  // per GPU, sent between stages
   Bytes p2p_gather_bytes = 0;
-  bool split_ok = true;
 };
 
 struct Resolved {

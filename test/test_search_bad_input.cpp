@@ -51,3 +51,9 @@ TEST_CASE("search: a space with no valid configuration names the rule that remov
                                  "--set parallel.virtual_stages=1 --set schedule=1f1b --set global_batch=8 --vary tp,pp,recompute,zero -q"),
                          "error: " + gpt3 + ": search: ", "memory removed the last of them");
 }
+
+TEST_CASE("search: a multimodal model is refused at its scenario's model, not screened wrongly") {
+  const std::string vlm = clustersim::test::source_path("scenarios/vlm-llava-llama3-70b-h100-1024.yaml");
+  require_one_line_error(run_cli("search " + vlm + " --vary tp -q"), "error: " + vlm + ": model: ",
+                         "search does not screen multimodal models yet");
+}

@@ -278,7 +278,8 @@ void add_search_command(CLI::App& app) {
     const double screen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     bar.finish();
     // Timing goes to stderr: stdout stays the same for the same inputs.
-    if (!o->quiet) std::cerr << fmt::format("screened {} configurations in {:.3f} s\n", result.candidates, screen_s);
+    if (!o->quiet && isatty(STDERR_FILENO))
+      std::cerr << fmt::format("screened {} configurations in {:.3f} s\n", result.candidates, screen_s);
     if (result.valid.empty()) throw UserError(o->scenario, 0, "search", no_configuration(result));
 
     std::vector<ScreenPrediction> best(result.valid.begin(),
