@@ -205,23 +205,23 @@ void print_table(const ScenarioSpec& s, const ScreenResult& screen, const std::v
   for (const ScreenRemoval& r : screen.removed)
     if (r.count > 0) std::cout << fmt::format(", {} removed by {}", r.count, r.rule);
   std::cout << fmt::format("\nverified the best {} on the engine\n\n", rows.size());
-  std::cout << fmt::format("# {:>4} {:<46} {:>10} {:>10} {:>7} {:>12} {:>6} {:>8} {:>9} {:>8}\n", "rank", "configuration",
+  std::cout << fmt::format("# {:>4} {:<54} {:>10} {:>10} {:>7} {:>12} {:>6} {:>8} {:>9} {:>8}\n", "rank", "configuration",
                            "screen (s)", "engine (s)", "error", "tokens/s", "MFU", "GiB/GPU", "exposed", "bubble");
   int rank = 0;
   for (const Verified& v : rows) {
     ++rank;
     if (!v.ok) {
-      std::cout << fmt::format("  {:>4} {:<46} {:>10.3f} not run: {}\n", rank, v.screen.config.text(), v.screen.iteration_s, v.why);
+      std::cout << fmt::format("  {:>4} {:<54} {:>10.3f} not run: {}\n", rank, v.screen.config.text(), v.screen.iteration_s, v.why);
       continue;
     }
-    std::cout << fmt::format("  {:>4} {:<46} {:>10.3f} {:>10.3f} {:>6.1f}% {:>12.0f} {:>5.1f}% {:>8.1f} {:>8.3f}s {:>7.3f}s\n",
+    std::cout << fmt::format("  {:>4} {:<54} {:>10.3f} {:>10.3f} {:>6.1f}% {:>12.0f} {:>5.1f}% {:>8.1f} {:>8.3f}s {:>7.3f}s\n",
                              rank, v.screen.config.text(), v.screen.iteration_s, v.iteration_s,
                              100 * (v.screen.iteration_s - v.iteration_s) / v.iteration_s, v.tokens_per_s, 100 * v.mfu,
                              gib(v.memory_bytes), v.exposed_comm_s, v.bubble_s);
   }
   std::cout << "\n# Pareto front of throughput against memory (engine): no other row is faster in less memory\n";
   for (const Verified* v : pareto_front(rows))
-    std::cout << fmt::format("  {:<46} {:>12.0f} tokens/s {:>8.1f} GiB/GPU\n", v->screen.config.text(), v->tokens_per_s,
+    std::cout << fmt::format("  {:<54} {:>12.0f} tokens/s {:>8.1f} GiB/GPU\n", v->screen.config.text(), v->tokens_per_s,
                              gib(v->memory_bytes));
 }
 
