@@ -498,8 +498,8 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
   };
   const std::vector<Case> cases = {
       {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench"},
-      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench; got 'frobnicate'"},
-      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench; got '--frobnicate'"},
+      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search; got 'frobnicate'"},
+      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search; got '--frobnicate'"},
       // collective
       {"collective --gpus 8", cl, "--cluster", "missing: expected this option"},
       {"collective --cluster " + cluster, cl, "--gpus", "missing: expected this option"},

@@ -155,46 +155,9 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   }
 }
 
-/// The layout against the GPU count and the model's shape.
+/// The layout against the GPU count and the model's shape (layout_problem), failed at its field.
 void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
-  const ParallelLayout& l = s.layout;
-  // Divisions, not a product, so huge factors cannot overflow.
-  if (l.cp == 1 && (gpus % l.tp != 0 || gpus / l.tp % l.pp != 0 || gpus / l.tp / l.pp != l.dp))
-    f.fail("expected tp x pp x dp to equal gpus (" + std::to_string(gpus) + "), got " + std::to_string(l.tp) + " x " +
-           std::to_string(l.pp) + " x " + std::to_string(l.dp) + " = " + product(l.tp, l.pp, l.dp));
-  if (l.cp > 1 && (gpus % l.tp != 0 || gpus / l.tp % l.cp != 0 || gpus / l.tp / l.cp % l.pp != 0 ||
-                   gpus / l.tp / l.cp / l.pp != l.dp))
-    f.fail("expected tp x cp x pp x dp to equal gpus (" + std::to_string(gpus) + "), got " + std::to_string(l.tp) +
-           " x " + std::to_string(l.cp) + " x " + std::to_string(l.pp) + " x " + std::to_string(l.dp) + " = " +
-           product(double(l.tp) * l.cp, l.pp, l.dp));
-  const ModelSpec& m = s.model;
-  const std::string model = " of " + m.name + " (" + m.file + ")";
-  if (m.encoder) {
-    if (m.encoder->heads % l.tp != 0)
-      f.child("tp").fail("expected a divisor of the " + std::to_string(m.encoder->heads) + " heads of the encoder " +
-                         m.encoder->name + model);
-    if (m.encoder->ffn_hidden % l.tp != 0)
-      f.child("tp").fail("expected a divisor of the encoder's ffn_hidden (" + std::to_string(m.encoder->ffn_hidden) + ")" + model);
-  }
-  // Load-balanced causal sharding cuts each sequence into 2 x cp chunks and gives rank i chunks i
-  // and 2cp-1-i, so every rank does the same attention work (Megatron-Core's context parallelism).
-  if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
-    f.child("cp").fail("expected 2 x cp (" + std::to_string(2 * l.cp) + ") to divide the sequence length " +
-                       std::to_string(m.seq_len) + model + ": balanced causal sharding cuts it into 2 x cp chunks");
-  if (!stage_split_given(f) && s.first_language_stage() == 0 && m.layers % l.pp != 0)
-    f.child("pp").fail("expected a divisor of the " + std::to_string(m.layers) + " layers" + model);
-  if (m.heads % l.tp != 0)
-    f.child("tp").fail("expected a divisor of the " + std::to_string(m.heads) + " attention heads" + model);
-  // Megatron splits the FFN's inner dimension (and each expert's) across the TP ranks.
-  if (m.ffn_hidden > 0 && m.ffn_hidden % l.tp != 0)
-    f.child("tp").fail("expected a divisor of ffn_hidden (" + std::to_string(m.ffn_hidden) + ")" + model);
-  if (m.moe && m.moe->expert_ffn_hidden % l.tp != 0)
-    f.child("tp").fail("expected a divisor of moe.expert_ffn_hidden (" + std::to_string(m.moe->expert_ffn_hidden) + ")" + model);
-  // GQA: with tp > kv_heads each KV head is replicated on tp / kv_heads ranks (Megatron-Core does
-  // the same), which needs tp to be a multiple of kv_heads; otherwise each rank holds kv_heads / tp.
-  const bool kv_ok = l.tp <= m.kv_heads ? m.kv_heads % l.tp == 0 : l.tp % m.kv_heads == 0;
-  if (!kv_ok)
-    f.child("tp").fail("expected a divisor or a multiple of the " + std::to_string(m.kv_heads) + " KV heads" + model);
+  if (auto p = layout_problem(s, gpus, stage_split_given(f))) (p->field.empty() ? f : f.child(p->field)).fail(p->expected);
 }
 
 void read_batch(const YamlField& root, ScenarioSpec& s) {
@@ -321,6 +284,48 @@ void read_recompute(const YamlField& f, ScenarioSpec& s) {
 }
 
 }  // namespace
+
+std::optional<LayoutProblem> layout_problem(const ScenarioSpec& s, int gpus, bool stage_split_given) {
+  const ParallelLayout& l = s.layout;
+  // Divisions, not a product, so huge factors cannot overflow.
+  if (l.cp == 1 && (gpus % l.tp != 0 || gpus / l.tp % l.pp != 0 || gpus / l.tp / l.pp != l.dp))
+    return LayoutProblem{"", "expected tp x pp x dp to equal gpus (" + std::to_string(gpus) + "), got " + std::to_string(l.tp) + " x " +
+           std::to_string(l.pp) + " x " + std::to_string(l.dp) + " = " + product(l.tp, l.pp, l.dp)};
+  if (l.cp > 1 && (gpus % l.tp != 0 || gpus / l.tp % l.cp != 0 || gpus / l.tp / l.cp % l.pp != 0 ||
+                   gpus / l.tp / l.cp / l.pp != l.dp))
+    return LayoutProblem{"", "expected tp x cp x pp x dp to equal gpus (" + std::to_string(gpus) + "), got " + std::to_string(l.tp) +
+           " x " + std::to_string(l.cp) + " x " + std::to_string(l.pp) + " x " + std::to_string(l.dp) + " = " +
+           product(double(l.tp) * l.cp, l.pp, l.dp)};
+  const ModelSpec& m = s.model;
+  const std::string model = " of " + m.name + " (" + m.file + ")";
+  if (m.encoder) {
+    if (m.encoder->heads % l.tp != 0)
+      return LayoutProblem{"tp", "expected a divisor of the " + std::to_string(m.encoder->heads) + " heads of the encoder " +
+                         m.encoder->name + model};
+    if (m.encoder->ffn_hidden % l.tp != 0)
+      return LayoutProblem{"tp", "expected a divisor of the encoder's ffn_hidden (" + std::to_string(m.encoder->ffn_hidden) + ")" + model};
+  }
+  // Load-balanced causal sharding cuts each sequence into 2 x cp chunks and gives rank i chunks i
+  // and 2cp-1-i, so every rank does the same attention work (Megatron-Core's context parallelism).
+  if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
+    return LayoutProblem{"cp", "expected 2 x cp (" + std::to_string(2 * l.cp) + ") to divide the sequence length " +
+                       std::to_string(m.seq_len) + model + ": balanced causal sharding cuts it into 2 x cp chunks"};
+  if (!stage_split_given && s.first_language_stage() == 0 && m.layers % l.pp != 0)
+    return LayoutProblem{"pp", "expected a divisor of the " + std::to_string(m.layers) + " layers" + model};
+  if (m.heads % l.tp != 0)
+    return LayoutProblem{"tp", "expected a divisor of the " + std::to_string(m.heads) + " attention heads" + model};
+  // Megatron splits the FFN's inner dimension (and each expert's) across the TP ranks.
+  if (m.ffn_hidden > 0 && m.ffn_hidden % l.tp != 0)
+    return LayoutProblem{"tp", "expected a divisor of ffn_hidden (" + std::to_string(m.ffn_hidden) + ")" + model};
+  if (m.moe && m.moe->expert_ffn_hidden % l.tp != 0)
+    return LayoutProblem{"tp", "expected a divisor of moe.expert_ffn_hidden (" + std::to_string(m.moe->expert_ffn_hidden) + ")" + model};
+  // GQA: with tp > kv_heads each KV head is replicated on tp / kv_heads ranks (Megatron-Core does
+  // the same), which needs tp to be a multiple of kv_heads; otherwise each rank holds kv_heads / tp.
+  const bool kv_ok = l.tp <= m.kv_heads ? m.kv_heads % l.tp == 0 : l.tp % m.kv_heads == 0;
+  if (!kv_ok)
+    return LayoutProblem{"tp", "expected a divisor or a multiple of the " + std::to_string(m.kv_heads) + " KV heads" + model};
+  return std::nullopt;
+}
 
 int ScenarioSpec::first_layer(int stage) const {
   int layer = 0;

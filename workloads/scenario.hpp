@@ -103,6 +103,16 @@ struct ScenarioSpec {
   std::vector<int> ep_group() const;
 };
 
+/// What is wrong with a scenario's layout against `gpus` and its model's shape (divisibility of
+/// heads, FFN, KV heads, layers, sequence by 2 x cp; tp x cp x pp x dp = gpus), as the field under
+/// `parallel` to change ("" for the whole layout) and what was expected; nullopt when it fits.
+/// load_scenario fails at that field; `search` screens candidate layouts with it.
+struct LayoutProblem {
+  std::string field;
+  std::string expected;
+};
+std::optional<LayoutProblem> layout_problem(const ScenarioSpec& s, int gpus, bool stage_split_given);
+
 /// Reads, overrides and validates a scenario. Each of these is a UserError at the field to change:
 /// gpus above the cluster's; tp x pp x dp != gpus (at parallel); layers not divisible by pp, or by
 /// pp x virtual_stages, or an impossible uneven split (stage_split.hpp); heads not divisible by tp; kv_heads neither a multiple nor a divisor of tp

@@ -150,16 +150,17 @@ class Replayer {
       ops_[r] = s_.rank_ops(shape_, r);
       for (size_t i = 0; i < ops_[r].size(); ++i) {
         const PassOp& op = ops_[r][i];
-        const std::string pass = "rank " + std::to_string(r) + " pass " + std::to_string(i) + " (" + pass_text(op) + ")";
+        // Built only for an error: a replay walks every pass of every rank (search replays thousands).
+        const auto pass = [&] { return "rank " + std::to_string(r) + " pass " + std::to_string(i) + " (" + pass_text(op) + ")"; };
         if (op.chunk < 0 || op.chunk >= v_ || op.microbatch < 0 || op.microbatch >= m_)
-          return pass + " is out of range";
+          return pass() + " is out of range";
         const int pos = position_[slot_index(op.microbatch, r, op.chunk)];
         if (pos < 0)
-          return pass + " is off the route of microbatch " + std::to_string(op.microbatch) + ", which never visits rank " +
+          return pass() + " is off the route of microbatch " + std::to_string(op.microbatch) + ", which never visits rank " +
                  std::to_string(r) + " chunk " + std::to_string(op.chunk);
-        if (op.overlap_next && op.kind != PassKind::forward) return pass + " has overlap_next but is not a forward";
+        if (op.overlap_next && op.kind != PassKind::forward) return pass() + " has overlap_next but is not a forward";
         if (op.overlap_next && (i + 1 == ops_[r].size() || !is_input_gradient(ops_[r][i + 1].kind)))
-          return pass + " has overlap_next but the next pass is not an input gradient";
+          return pass() + " has overlap_next but the next pass is not an input gradient";
         const int at = index(op.microbatch, pos);
         if (op.kind == PassKind::forward) ++nf[at];
         if (is_input_gradient(op.kind)) ++ni[at];

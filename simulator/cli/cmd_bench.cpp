@@ -15,6 +15,7 @@
 #include "collectives/point_to_point.hpp"
 #include "simulator/cli/bench_clock.hpp"
 #include "simulator/cli/bench_fabric.hpp"
+#include "simulator/cli/bench_search.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/training_run.hpp"
@@ -46,6 +47,7 @@ struct BenchOptions {
   std::string fold = "assume";
   bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
   bool fabric_only = false;  // build and route the cluster, no simulation (bench_fabric.hpp)
+  std::vector<std::string> search;  // search's screen over these scenarios' whole space (bench_search.hpp)
 };
 
 struct Measurement {
@@ -183,7 +185,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--scenarios", o->scenarios, "time one training iteration of each scenario instead")->delimiter(',');
   cmd->add_option("--fold", o->fold, "with --scenarios: how replicas fold, as in run (assume)");
   cmd->add_flag("--fabric-only", o->fabric_only, "time building and routing the --cluster instead of a collective");
+  cmd->add_option("--search", o->search, "time search's screen over each scenario's whole space instead")->delimiter(',');
   cmd->callback([o] {
+    if (!o->search.empty()) return bench_search(o->search, parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
     if (o->cluster == kDefaultCluster) o->cluster = shipped_file(kDefaultCluster);  // from any directory
     if (o->fabric_only) return bench_fabric(o->cluster);

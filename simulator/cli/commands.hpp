@@ -29,6 +29,7 @@ void add_run_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
+void add_search_command(CLI::App& app);
 
 /// "8", "64K", "1M", "8G": binary multiples, as nccl-tests reads -b and -e.
 Bytes parse_size(const std::string& text, const std::string& option);

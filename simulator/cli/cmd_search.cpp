@@ -1,0 +1,316 @@
+// `clustersim search`: every valid parallel configuration of a scenario screened analytically
+// (search_screen.hpp), the best K replayed on the engine, J child processes at a time (each its
+// own fork, as compare's schedules: one engine per process), ranked, with the Pareto front of
+// throughput against memory.
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <sstream>
+
+#include "simulator/cli/commands.hpp"
+#include "simulator/search_progress.hpp"
+#include "simulator/search_screen.hpp"
+#include "simulator/training_run.hpp"
+#include "topologies/user_error.hpp"
+
+namespace clustersim::cli {
+
+namespace {
+
+struct SearchOptions {
+  std::string scenario;
+  std::vector<std::string> overrides, vary;
+  std::string gpus, global_batch, top = "10", jobs = "2";
+  std::string json, csv;
+  bool quiet = false;
+};
+
+/// One configuration as the engine ran it (or why it could not).
+struct Verified {
+  ScreenPrediction screen;
+  bool ok = false;
+  std::string why;
+  double iteration_s = 0, tokens_per_s = 0, mfu = 0, memory_bytes = 0, exposed_comm_s = 0, bubble_s = 0;
+};
+
+double gib(double bytes) { return bytes / (1ULL << 30); }
+
+/// The child's work: the scenario with the configuration's --set lines, one engine iteration.
+std::string verify_one(const std::string& scenario, const std::vector<std::string>& base, const Configuration& c) {
+  nlohmann::json j;
+  try {
+    std::vector<std::string> overrides = base;
+    for (const std::string& o : c.overrides()) overrides.push_back(o);
+    const ScenarioSpec s = load_scenario(scenario, overrides);
+    const RunReport r = run_training(s, false);
+    double memory = 0, exposed = 0, bubble = 0;
+    for (const StageReport& st : r.stages) {
+      memory = std::max(memory, static_cast<double>(st.memory.total));
+      const RankBreakdown& b = st.time;
+      exposed = std::max(exposed, b.tp_s + b.cp_s + b.ep_s + b.pp_exposed_s + b.dp_exposed_s);
+      bubble = std::max(bubble, b.bubble_s);
+    }
+    j = {{"ok", true}, {"iteration_s", r.iteration_s}, {"tokens_per_s", r.tokens_per_s}, {"mfu", r.mfu},
+         {"memory_bytes", memory}, {"exposed_comm_s", exposed}, {"bubble_s", bubble}};
+  } catch (const std::exception& e) {
+    j = {{"ok", false}, {"why", e.what()}};
+  }
+  return j.dump();
+}
+
+/// Runs every configuration in its own forked child, `jobs` at a time; results in input order.
+std::vector<Verified> verify(const SearchOptions& o, const std::vector<ScreenPrediction>& top, int jobs, Progress& bar) {
+  std::vector<Verified> out(top.size());
+  struct Child {
+    pid_t pid;
+    int fd;
+    std::size_t index;
+    std::string text;
+  };
+  std::vector<Child> running;
+  std::size_t next = 0, finished = 0;
+  std::cout.flush();
+  while (finished < top.size()) {
+    while (next < top.size() && static_cast<int>(running.size()) < jobs) {
+      int fds[2];
+      if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+      const pid_t pid = fork();
+      if (pid < 0) throw std::runtime_error("fork failed");
+      if (pid == 0) {
+        close(fds[0]);
+        const std::string text = verify_one(o.scenario, o.overrides, top[next].config);
+        const bool ok = write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        _exit(ok ? 0 : 1);
+      }
+      close(fds[1]);
+      running.push_back({pid, fds[0], next++, {}});
+    }
+    // Read whichever child has output; a closed pipe means it is done.
+    std::vector<pollfd> polls;
+    for (const Child& c : running) polls.push_back({c.fd, POLLIN, 0});
+    if (poll(polls.data(), polls.size(), -1) < 0) continue;
+    for (std::size_t i = 0; i < running.size();) {
+      if (!(polls[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        ++i;
+        continue;
+      }
+      Child& c = running[i];
+      char buf[4096];
+      const ssize_t got = read(c.fd, buf, sizeof buf);
+      if (got > 0) {
+        c.text.append(buf, static_cast<std::size_t>(got));
+        ++i;
+        continue;
+      }
+      close(c.fd);
+      int status = 0;
+      waitpid(c.pid, &status, 0);
+      Verified& v = out[c.index];
+      v.screen = top[c.index];
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || c.text.empty()) {
+        v.why = "the engine's child process failed";
+      } else {
+        const nlohmann::json j = nlohmann::json::parse(c.text);
+        v.ok = j["ok"].get<bool>();
+        if (!v.ok) {
+          v.why = j["why"].get<std::string>();
+        } else {
+          v.iteration_s = j["iteration_s"], v.tokens_per_s = j["tokens_per_s"], v.mfu = j["mfu"];
+          v.memory_bytes = j["memory_bytes"], v.exposed_comm_s = j["exposed_comm_s"], v.bubble_s = j["bubble_s"];
+        }
+      }
+      bar.update(static_cast<long>(++finished), static_cast<long>(top.size()));
+      running.erase(running.begin() + static_cast<long>(i));
+      polls.erase(polls.begin() + static_cast<long>(i));
+    }
+  }
+  return out;
+}
+
+/// The verified rows no other beats on both throughput and memory, by memory.
+std::vector<const Verified*> pareto_front(const std::vector<Verified>& rows) {
+  std::vector<const Verified*> ok;
+  for (const Verified& v : rows)
+    if (v.ok) ok.push_back(&v);
+  std::sort(ok.begin(), ok.end(), [](const Verified* a, const Verified* b) {
+    return a->memory_bytes != b->memory_bytes ? a->memory_bytes < b->memory_bytes : a->tokens_per_s > b->tokens_per_s;
+  });
+  std::vector<const Verified*> front;
+  double best = -1;
+  for (const Verified* v : ok)
+    if (v->tokens_per_s > best) {
+      front.push_back(v);
+      best = v->tokens_per_s;
+    }
+  return front;
+}
+
+std::string no_configuration(const ScreenResult& r) {
+  // The last rule that removed any: it removed the last survivors of the rules before it.
+  const ScreenRemoval* last = nullptr;
+  for (const ScreenRemoval& rm : r.removed)
+    if (rm.count > 0) last = &rm;
+  std::string counts;
+  for (const ScreenRemoval& rm : r.removed)
+    if (rm.count > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", rm.rule, rm.count);
+  return fmt::format("expected at least one valid configuration among {}; {} removed the last of them (e.g. {}); removed by: {}",
+                     r.candidates, last ? last->rule : "nothing", last ? last->example : "", counts);
+}
+
+nlohmann::ordered_json row_json(const Verified& v) {
+  const Configuration& c = v.screen.config;
+  nlohmann::ordered_json j{{"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"ep", c.ep},
+                           {"virtual_stages", c.virtual_stages}, {"microbatch", c.microbatch},
+                           {"recompute", recompute_text(c.recompute, {})}, {"zero_stage", c.zero_stage},
+                           {"schedule", c.schedule->name()},
+                           {"screen", {{"iteration_s", v.screen.iteration_s}, {"tokens_per_s", v.screen.tokens_per_s},
+                                       {"mfu", v.screen.mfu}, {"memory_bytes", v.screen.memory_bytes},
+                                       {"exposed_comm_s", v.screen.exposed_comm_s}, {"bubble_s", v.screen.bubble_s}}}};
+  if (v.ok)
+    j["engine"] = {{"iteration_s", v.iteration_s}, {"tokens_per_s", v.tokens_per_s}, {"mfu", v.mfu},
+                   {"memory_bytes", v.memory_bytes}, {"exposed_comm_s", v.exposed_comm_s}, {"bubble_s", v.bubble_s}};
+  else
+    j["engine"] = {{"why", v.why}};
+  return j;
+}
+
+std::string csv_of(const std::vector<Verified>& rows) {
+  std::string out =
+      "rank,tp,pp,dp,cp,ep,virtual_stages,microbatch,recompute,zero_stage,schedule,screen_iteration_s,engine_iteration_s,"
+      "tokens_per_s,mfu,memory_bytes,exposed_comm_s,bubble_s\n";
+  int rank = 0;
+  for (const Verified& v : rows) {
+    const Configuration& c = v.screen.config;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.6f},{},{},{},{},{},{}\n", ++rank, c.tp, c.pp, c.dp, c.cp, c.ep,
+                       c.virtual_stages, c.microbatch, recompute_text(c.recompute, {}), c.zero_stage, c.schedule->name(),
+                       v.screen.iteration_s, v.ok ? fmt::format("{:.6f}", v.iteration_s) : "",
+                       v.ok ? fmt::format("{:.1f}", v.tokens_per_s) : "", v.ok ? fmt::format("{:.5f}", v.mfu) : "",
+                       v.ok ? fmt::format("{:.0f}", v.memory_bytes) : "", v.ok ? fmt::format("{:.6f}", v.exposed_comm_s) : "",
+                       v.ok ? fmt::format("{:.6f}", v.bubble_s) : "");
+  }
+  return out;
+}
+
+void print_table(const ScenarioSpec& s, const ScreenResult& screen, const std::vector<Verified>& rows) {
+  std::cout << fmt::format("# clustersim search: {} ({} on {} {}; global batch {})\n", s.name, s.model.name, s.gpus(),
+                           s.gpu.name, s.global_batch);
+  std::cout << fmt::format("screened {} configurations: {} valid", screen.candidates, screen.valid.size());
+  for (const ScreenRemoval& r : screen.removed)
+    if (r.count > 0) std::cout << fmt::format(", {} removed by {}", r.count, r.rule);
+  std::cout << fmt::format("\nverified the best {} on the engine\n\n", rows.size());
+  std::cout << fmt::format("# {:>4} {:<54} {:>10} {:>10} {:>7} {:>12} {:>6} {:>8} {:>9} {:>8}\n", "rank", "configuration",
+                           "screen (s)", "engine (s)", "error", "tokens/s", "MFU", "GiB/GPU", "exposed", "bubble");
+  int rank = 0;
+  for (const Verified& v : rows) {
+    ++rank;
+    if (!v.ok) {
+      std::cout << fmt::format("  {:>4} {:<54} {:>10.3f} not run: {}\n", rank, v.screen.config.text(), v.screen.iteration_s, v.why);
+      continue;
+    }
+    std::cout << fmt::format("  {:>4} {:<54} {:>10.3f} {:>10.3f} {:>6.1f}% {:>12.0f} {:>5.1f}% {:>8.1f} {:>8.3f}s {:>7.3f}s\n",
+                             rank, v.screen.config.text(), v.screen.iteration_s, v.iteration_s,
+                             100 * (v.screen.iteration_s - v.iteration_s) / v.iteration_s, v.tokens_per_s, 100 * v.mfu,
+                             gib(v.memory_bytes), v.exposed_comm_s, v.bubble_s);
+  }
+  std::cout << "\n# Pareto front of throughput against memory (engine): no other row is faster in less memory\n";
+  for (const Verified* v : pareto_front(rows))
+    std::cout << fmt::format("  {:<54} {:>12.0f} tokens/s {:>8.1f} GiB/GPU\n", v->screen.config.text(), v->tokens_per_s,
+                             gib(v->memory_bytes));
+}
+
+}  // namespace
+
+void add_search_command(CLI::App& app) {
+  auto o = std::make_shared<SearchOptions>();
+  CLI::App* cmd = app.add_subcommand("search", "screen every parallel configuration of a scenario, verify the best on the engine");
+  cmd->add_option("scenario", o->scenario, "scenario YAML")->required();
+  cmd->add_option("--gpus", o->gpus, "GPUs to search over (default: the scenario's)");
+  cmd->add_option("--global-batch", o->global_batch, "sequences per iteration (default: the scenario's)");
+  cmd->add_option("--vary", o->vary, "dimensions to vary: tp,pp,dp,cp,ep,vpp,microbatch,recompute,zero,schedule (default: all)")
+      ->delimiter(',');
+  cmd->add_option("--set", o->overrides, "override a field of the scenario first: --set parallel.sequence_parallel=true");
+  cmd->add_option("--top", o->top, "configurations verified on the engine, best screened first (default 10)");
+  cmd->add_option("-j", o->jobs, "engine runs at a time, each in its own process (default 2)");
+  cmd->add_option("--json", o->json, "write the verified rows as JSON (- or /dev/stdout: to stdout, without the table)");
+  cmd->add_option("--csv", o->csv, "write the verified rows as CSV");
+  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->disable_flag_override();
+  cmd->callback([o] {
+    const std::vector<std::string>& dims = search_dimensions();
+    std::string all;
+    for (const std::string& d : dims) all += (all.empty() ? "" : ",") + d;
+    for (const std::string& d : o->vary)
+      if (std::find(dims.begin(), dims.end(), d) == dims.end())
+        throw UserError("command line", 0, "--vary", "expected dimensions from " + all + "; got '" + d + "'");
+    const std::vector<std::string> vary = o->vary.empty() ? dims : o->vary;
+    const int top = static_cast<int>(parse_integer(o->top, "--top", 0, 10000));
+    const int jobs = static_cast<int>(parse_integer(o->jobs, "-j", 1, 256));
+    check_input_path(o->scenario, "scenario");
+    // The scenario as given; then its GPU count and batch, which need not suit its own layout (the
+    // search changes that): dp follows the GPUs, and each verified configuration is loaded anew.
+    ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
+    if (!o->gpus.empty()) {
+      const long per_replica = static_cast<long>(base.layout.tp) * base.layout.cp * base.layout.pp;
+      const long gpus = parse_integer(o->gpus, "--gpus", per_replica, base.cluster.gpu_count());
+      if (gpus % per_replica != 0)
+        throw UserError("command line", 0, "--gpus",
+                        fmt::format("expected a multiple of the scenario's tp x cp x pp ({}), got {}", per_replica, gpus));
+      base.layout.dp = static_cast<int>(gpus / per_replica);
+      o->overrides.push_back("gpus=" + std::to_string(gpus));
+    }
+    if (!o->global_batch.empty()) {
+      base.global_batch = static_cast<int>(parse_integer(o->global_batch, "--global-batch", 1, 1L << 20));
+      o->overrides.push_back("global_batch=" + std::to_string(base.global_batch));
+    }
+    if (!o->json.empty()) check_json_path(o->json);
+    if (!o->csv.empty()) check_output_path(o->csv, "--csv");
+
+    Progress bar("screening", !o->quiet);
+    const auto t0 = std::chrono::steady_clock::now();
+    Screen screen(base);
+    const ScreenResult result = screen.run(search_space(base, vary), [&](long done, long total) { bar.update(done, total); });
+    const double screen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    bar.finish();
+    // Timing goes to stderr: stdout stays the same for the same inputs.
+    if (!o->quiet && isatty(STDERR_FILENO))
+      std::cerr << fmt::format("screened {} configurations in {:.3f} s\n", result.candidates, screen_s);
+    if (result.valid.empty()) throw UserError(o->scenario, 0, "search", no_configuration(result));
+
+    std::vector<ScreenPrediction> best(result.valid.begin(),
+                                       result.valid.begin() + std::min<long>(top, static_cast<long>(result.valid.size())));
+    Progress verifying("verifying", !o->quiet);
+    std::vector<Verified> rows = verify(*o, best, jobs, verifying);
+    verifying.finish();
+    std::stable_sort(rows.begin(), rows.end(), [](const Verified& a, const Verified& b) {
+      if (a.ok != b.ok) return a.ok;
+      return a.ok ? a.tokens_per_s > b.tokens_per_s : false;
+    });
+    if (!o->csv.empty()) write_file(o->csv, csv_of(rows), "--csv");
+    if (!o->json.empty()) {
+      nlohmann::ordered_json j = json_header("search");
+      j["config"] = scenario_config_json(base);
+      j["config"]["vary"] = vary;
+      j["config"]["top"] = top;
+      j["config"]["jobs"] = jobs;
+      j["scenario"] = base.name;
+      j["candidates"] = result.candidates;
+      j["valid"] = result.valid.size();
+      j["removed"] = nlohmann::ordered_json::object();
+      for (const ScreenRemoval& r : result.removed) j["removed"][r.rule] = r.count;
+      j["rows"] = nlohmann::ordered_json::array();
+      for (const Verified& v : rows) j["rows"].push_back(row_json(v));
+      j["pareto"] = nlohmann::ordered_json::array();
+      for (const Verified* v : pareto_front(rows)) j["pareto"].push_back(v->screen.config.text());
+      write_json(o->json, j);
+    }
+    if (!json_to_stdout(o->json)) print_table(base, result, rows);
+  });
+}
+
+}  // namespace clustersim::cli
