@@ -365,9 +365,10 @@ TEST_CASE("an unknown key appended to any shipped file is named with the keys al
   WARN(g_cases << " cases");
 }
 
-/// Keys the schemas let a file leave out (a default, or free text).
+/// Keys the schemas let a file leave out (a default, or free text; one of tp, pp and dp is derived
+/// from gpus, test_scenario checks that two left out is an error).
 const std::set<std::string> kOptionalKeys = {
-    "description", "note", "source", "kv_heads", "virtual_stages", "sequence_parallel", "distributed_optimizer",
+    "tp", "pp", "dp", "description", "note", "source", "kv_heads", "virtual_stages", "sequence_parallel", "distributed_optimizer",
     "zero_stage", "order", "attention", "ep", "cp", "cp_comm", "stage_layers", "overlap_grad_reduce",
     "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "reshard_after_forward",
     "nodes_per_unit", "ports", "oversubscription", "shared_experts", "dense_layers", "capacity_factor", "dropless",

@@ -20,7 +20,7 @@ namespace {
 struct CompareOptions {
   std::string scenario;
   std::vector<std::string> schedules, overrides;
-  std::string json, svg, kernels, report;
+  std::string json, svg, kernels, report, catalog;
   bool allow_oom = false;
   std::string fold = "assume", tp_collectives = "auto";
 };
@@ -145,6 +145,7 @@ void add_compare_command(CLI::App& app) {
       ->delimiter(',')
       ->required();
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.pp=16 (repeatable)");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--json", o->json, "write the rows as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: every schedule on one time scale");
@@ -159,6 +160,7 @@ void add_compare_command(CLI::App& app) {
     parse_tp_placement(o->tp_collectives, parse_fold(o->fold));  // the options' errors before any row
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
+    if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     for (const std::string& name : o->schedules)
       if (!find_schedule(name))
         throw UserError("command line", 0, "--schedules",

@@ -26,7 +26,7 @@ struct RunOptions {
   std::string fold = "assume";
   std::string solver = "fluid";
   std::string tp_collectives = "auto";
-  std::string calibration;
+  std::string calibration, catalog;
   int repeat = 1;
   bool fold_given = false;
 };
@@ -241,6 +241,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--tp-collectives", o->tp_collectives,
                   "with --fold exact, none or all: auto (alone where provably exact, else in place among the other "
                   "traffic; the default), alone, in-place");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate): as the scenario's calibration field, relative to here");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
   cmd->callback([o, fold_option, trace_ranks] {
@@ -255,6 +256,7 @@ void add_run_command(CLI::App& app) {
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
     std::vector<std::string> overrides = o->overrides;
+    if (!o->catalog.empty()) overrides.push_back(catalog_override(o->catalog));
     if (!o->calibration.empty()) {
       check_input_path(o->calibration, "--calibration");
       named_by("--calibration", o->calibration, [&] { return load_calibration(o->calibration, "--calibration"); });

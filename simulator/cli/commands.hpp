@@ -43,6 +43,10 @@ std::string run_in_child(const std::function<std::string()>& work);
 /// path unchanged, for the caller's error to name.
 std::string shipped_file(const std::string& relative);
 
+/// `--catalog FILE` as the scenario override that carries it ("catalog=<absolute path>"), after
+/// checking the file can be read (an error names --catalog).
+std::string catalog_override(const std::string& path);
+
 /// Writes text to a file or throws UserError naming the option.
 void write_file(const std::string& path, const std::string& text, const std::string& option);
 

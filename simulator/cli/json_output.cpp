@@ -22,7 +22,9 @@ nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
   c["model"] = s.model.name;
   c["cluster"] = s.cluster.name;
   c["cluster_file"] = s.cluster_file;
+  c["cluster_overrides"] = s.cluster_overrides;
   c["gpu"] = s.gpu.name;
+  c["catalog"] = s.catalog_file;
   c["gpus"] = s.gpus();
   c["tp"] = l.tp;
   c["pp"] = l.pp;
