@@ -195,9 +195,8 @@ void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec
 }
 
 nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
-  nlohmann::ordered_json j = json_header("collective");
   // The options as resolved: defaults filled in, sizes in bytes.
-  j["config"] = {{"cluster", cluster.spec.name},
+  nlohmann::ordered_json j = json_document("collective", {{"cluster", cluster.spec.name},
                  {"cluster_file", o.cluster},
                  {"gpus", spec.ranks.size()},
                  {"op", o.op},
@@ -210,7 +209,7 @@ nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const S
                  {"step_factor", parse_number(o.factor, "-f", 1, 1e6)},
                  {"root", spec.root},
                  {"solver", o.solver},
-                 {"calibration", o.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.calibration)}};
+                 {"calibration", o.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.calibration)}});
   j["cluster"] = cluster.spec.name;
   j["op"] = o.op;
   j["gpus"] = spec.ranks.size();

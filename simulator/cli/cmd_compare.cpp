@@ -56,9 +56,7 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
       bubble += st.time.bubble_s / r.iteration_s / static_cast<double>(r.stages.size());
       if (st.memory.activations > peak_activations) peak_activations = st.memory.activations, activation_stage = st.pipeline_rank;
       if (st.memory.total > peak_total) peak_total = st.memory.total, total_stage = st.pipeline_rank;
-      stages.push_back({{"stage", st.pipeline_rank}, {"activation_bytes", st.memory.activations},
-                        {"total_bytes", st.memory.total}, {"bubble_s", st.time.bubble_s},
-                        {"tp_exposed_s", st.time.tp_s}});
+      stages.push_back(stage_json(st));
     }
     row["feasible"] = true;
     row["virtual_stages"] = v;
@@ -182,8 +180,7 @@ void add_compare_command(CLI::App& app) {
     if (!o->report.empty()) write_file(o->report, report_of(scenario, rows), "--report");
     if (!o->json.empty()) {
       // The scenario as written (after --set); each row says the schedule and chunks it ran with.
-      nlohmann::ordered_json j = json_header("compare");
-      j["config"] = scenario_config_json(scenario);
+      nlohmann::ordered_json j = json_document("compare", scenario_config_json(scenario));
       j["config"]["schedules"] = o->schedules;
       j["config"]["allow_oom"] = o->allow_oom;
       j["config"]["fold"] = o->fold;

@@ -148,8 +148,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
 }
 
 nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, const RunOptions& o) {
-  nlohmann::ordered_json j = json_header("run");
-  j["config"] = scenario_config_json(s);
+  nlohmann::ordered_json j = json_document("run", scenario_config_json(s));
   j["config"]["fold"] = o.fold;
   j["config"]["repeat"] = o.repeat;
   j["config"]["solver"] = o.solver;
@@ -180,30 +179,7 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
     j["calibration"] = c;
   }
   j["stages"] = nlohmann::ordered_json::array();
-  for (const StageReport& st : r.stages) {
-    const RankBreakdown& b = st.time;
-    j["stages"].push_back({{"stage", st.pipeline_rank},
-                           {"gpu", st.gpu},
-                           {"memory_bytes",
-                            {{"weights", st.memory.weights},
-                             {"gradients", st.memory.gradients},
-                             {"optimizer", st.memory.optimizer},
-                             {"activations", st.memory.activations},
-                             {"recompute_workspace", st.memory.recompute_workspace},
-                             {"total", st.memory.total}}},
-                           {"time_s",
-                            {{"compute", b.compute_s},
-                             {"recompute", b.recompute_s},
-                             {"tp_exposed", b.tp_s},
-                             {"cp_exposed", b.cp_s},
-                             {"ep_exposed", b.ep_s},
-                             {"expert_imbalance", b.imbalance_s},
-                             {"pp_exposed", b.pp_exposed_s},
-                             {"dp_exposed", b.dp_exposed_s},
-                             {"optimizer", b.optimizer_s},
-                             {"bubble", b.bubble_s},
-                             {"other_idle", b.other_idle_s}}}});
-  }
+  for (const StageReport& st : r.stages) j["stages"].push_back(stage_json(st));
   return j;
 }
 

@@ -60,8 +60,7 @@ void print_report(const Cluster& c, const TopologyReport& r, const std::vector<T
 
 nlohmann::ordered_json to_json(const Cluster& c, const std::string& file, const TopologyReport& r,
                                const std::vector<TierOversubscription>& tiers) {
-  nlohmann::ordered_json j = json_header("topology");
-  j["config"] = {{"cluster", c.spec.name}, {"cluster_file", file}};
+  nlohmann::ordered_json j = json_document("topology", {{"cluster", c.spec.name}, {"cluster_file", file}});
   j["cluster"] = c.spec.name;
   j["fabric"] = c.spec.fabric.type;
   j["gpus"] = r.gpus;

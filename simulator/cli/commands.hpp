@@ -70,11 +70,19 @@ void check_output_path(const std::string& path, const std::string& option);
 // --json documents (json_output.cpp). Every one starts with the same header so a script can check
 // what it reads before reading it; the README lists the fields.
 /// Bumped when a field of any --json document is renamed, removed or changes meaning (adding one is not).
-inline constexpr int kJsonSchemaVersion = 1;
+/// 2: compare's per-stage fields take run's names (memory_bytes.total, time_s.bubble, ...).
+inline constexpr int kJsonSchemaVersion = 2;
 /// {"schema_version", "clustersim_version", "command"}: the first fields of every document.
 nlohmann::ordered_json json_header(const std::string& command);
+/// The envelope every --json document starts with: json_header(command) and then "config", what was
+/// run as resolved (a scenario's: scenario_config_json). A new command adopts it in one line:
+///   nlohmann::ordered_json j = json_document("search", scenario_config_json(s));
+nlohmann::ordered_json json_document(const std::string& command, nlohmann::ordered_json config);
 /// The scenario as resolved (after --set): what was simulated, for the reader to check.
 nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s);
+/// One pipeline stage of a run: "stage", "gpu", "memory_bytes" {weights, ..., total} and "time_s"
+/// {compute, ..., other_idle}, the text report's breakdown. run and compare both write it.
+nlohmann::ordered_json stage_json(const StageReport& stage);
 /// --json - or --json /dev/stdout: the document goes to stdout and the text report is left out, so
 /// stdout is one JSON document a script can parse.
 bool json_to_stdout(const std::string& path);

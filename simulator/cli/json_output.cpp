@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/training_run.hpp"
 #include "workloads/memory_model.hpp"
 
 namespace clustersim::cli {
@@ -11,6 +12,12 @@ nlohmann::ordered_json json_header(const std::string& command) {
   j["schema_version"] = kJsonSchemaVersion;
   j["clustersim_version"] = kVersion;
   j["command"] = command;
+  return j;
+}
+
+nlohmann::ordered_json json_document(const std::string& command, nlohmann::ordered_json config) {
+  nlohmann::ordered_json j = json_header(command);
+  j["config"] = std::move(config);
   return j;
 }
 
@@ -43,6 +50,31 @@ nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
   c["collectives_algorithm"] = s.nccl_tuner ? "nccl" : "best";
   c["calibration"] = s.calibration ? nlohmann::ordered_json(s.calibration->file) : nlohmann::ordered_json();
   return c;
+}
+
+nlohmann::ordered_json stage_json(const StageReport& st) {
+  const RankBreakdown& b = st.time;
+  return {{"stage", st.pipeline_rank},
+          {"gpu", st.gpu},
+          {"memory_bytes",
+           {{"weights", st.memory.weights},
+            {"gradients", st.memory.gradients},
+            {"optimizer", st.memory.optimizer},
+            {"activations", st.memory.activations},
+            {"recompute_workspace", st.memory.recompute_workspace},
+            {"total", st.memory.total}}},
+          {"time_s",
+           {{"compute", b.compute_s},
+            {"recompute", b.recompute_s},
+            {"tp_exposed", b.tp_s},
+            {"cp_exposed", b.cp_s},
+            {"ep_exposed", b.ep_s},
+            {"expert_imbalance", b.imbalance_s},
+            {"pp_exposed", b.pp_exposed_s},
+            {"dp_exposed", b.dp_exposed_s},
+            {"optimizer", b.optimizer_s},
+            {"bubble", b.bubble_s},
+            {"other_idle", b.other_idle_s}}}};
 }
 
 bool json_to_stdout(const std::string& path) { return path == "-" || path == "/dev/stdout"; }
