@@ -15,6 +15,8 @@
 #include "collectives/point_to_point.hpp"
 #include "simulator/cli/bench_clock.hpp"
 #include "simulator/cli/bench_fabric.hpp"
+#include <spdlog/spdlog.h>
+
 #include "simulator/cli/commands.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/training_run.hpp"
@@ -46,7 +48,7 @@ struct BenchOptions {
   std::string fold = "assume";
   bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
   bool fabric_only = false;  // build and route the cluster, no simulation (bench_fabric.hpp)
-  std::string json;
+  std::string json, csv;
 };
 
 struct Measurement {
@@ -185,9 +187,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--fold", o->fold, "with --scenarios: how replicas fold, as in run (assume)");
   cmd->add_flag("--fabric-only", o->fabric_only, "time building and routing the --cluster instead of a collective");
   cmd->add_option("--json", o->json, "also write the collective timings as JSON (- or /dev/stdout: to stdout, without the table)");
+  cmd->add_option("--csv", o->csv, "also write the collective timings as CSV (- or /dev/stdout: to stdout, without the table)");
   cmd->callback([o] {
-    if (!o->json.empty() && (!o->scenarios.empty() || o->fabric_only))
-      throw UserError("command line", 0, "--json", "expected the collective bench: --scenarios and --fabric-only print text only");
+    for (const auto& [option, path] : {std::pair{"--json", &o->json}, std::pair{"--csv", &o->csv}})
+      if (!path->empty() && (!o->scenarios.empty() || o->fabric_only))
+        throw UserError("command line", 0, option, "expected the collective bench: --scenarios and --fabric-only print text only");
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
     if (o->cluster == kDefaultCluster) o->cluster = shipped_file(kDefaultCluster);  // from any directory
     if (o->fabric_only) return bench_fabric(o->cluster);
@@ -229,6 +233,7 @@ void add_bench_command(CLI::App& app) {
     const long repeat = parse_integer(o->repeat, "--repeat", 1, 1000);
     if (!o->all_to_all) o->routings = {"uniform"};
     if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
     std::ostringstream table;
     nlohmann::ordered_json j = json_document("bench", {{"cluster", probe.spec.name},
                                                        {"cluster_file", o->cluster},
@@ -253,6 +258,7 @@ void add_bench_command(CLI::App& app) {
                              "simulated(ms)", "busbw(GB/s)");
     for (int g : counts)
       for (const std::string& routing : o->routings) {
+        spdlog::info("bench: {} GPUs, {} traffic, {} runs", g, routing, repeat);
         const Measurement m = measure_in_child(*o, g, size, routing);
         const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(op, g);
         table << fmt::format("  {:>6} {:>8} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>8.3f} {:>10.1f} {:>14.3f} "
@@ -265,7 +271,8 @@ void add_bench_command(CLI::App& app) {
                              {"busbw_GBps", busbw}});
       }
     if (!o->json.empty()) write_json(o->json, j);
-    if (!json_to_stdout(o->json)) std::cout << table.str();
+    write_csv(o->csv, j["rows"]);
+    if (table_to_stdout(o->json, o->csv)) std::cout << table.str();
   });
 }
 

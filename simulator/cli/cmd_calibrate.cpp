@@ -224,7 +224,7 @@ void add_calibrate_command(CLI::App& app) {
       text << "\nwrote " << o->out << "\n";
     }
     if (!o->json.empty()) write_json(o->json, calibrate_json(*o, cluster, measured, links, gpu_fit));
-    if (!json_to_stdout(o->json)) std::cout << text.str();
+    if (table_to_stdout(o->json, "")) std::cout << text.str();
   });
 }
 

@@ -124,7 +124,7 @@ void add_list_command(CLI::App& app) {
     }
     if (loaded) print_gpus(*loaded, out);
     if (!json->empty()) write_json(*json, j);
-    if (!json_to_stdout(*json)) std::cout << out.str();
+    if (table_to_stdout(*json, "")) std::cout << out.str();
   });
 }
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "simulator/cli/commands.hpp"
 #include "simulator/draw_summary.hpp"
 #include "simulator/trace_writer.hpp"
@@ -21,7 +23,7 @@ namespace {
 struct RunOptions {
   std::string scenario;
   std::vector<std::string> overrides;
-  std::string json, trace, trace_ranks, kernels, report;
+  std::string json, csv, trace, trace_ranks, kernels, report;
   bool allow_oom = false;
   std::string fold = "assume";
   std::string solver = "fluid";
@@ -200,6 +202,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("scenario", o->scenario, "scenario YAML")->required();
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.tp=4 (repeatable)");
   cmd->add_option("--json", o->json, "write the report as JSON (- or /dev/stdout: to stdout, without the text report)");
+  cmd->add_option("--csv", o->csv, "write the per-stage breakdown as CSV, JSON's field names (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace, written as it is produced (gzip when FILE ends .json.gz)");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: timeline, breakdown, memory, link tiers");
   CLI::Option* trace_ranks = cmd->add_option("--trace-ranks", o->trace_ranks,
@@ -240,7 +243,11 @@ void add_run_command(CLI::App& app) {
       const std::filesystem::path from = std::filesystem::absolute(o->scenario).parent_path();
       overrides.push_back("calibration=" + std::filesystem::absolute(o->calibration).lexically_proximate(from).string());
     }
+    for (const std::string& set : overrides) spdlog::debug("--set {}", set);
     const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, overrides); });
+    spdlog::info("scenario {} ({}): {} GPUs as tp {} x cp {} x pp {} x dp {} (ep {}), model {}, cluster {} ({}), GPU {} from {}",
+                 s.name, s.file, s.gpus(), s.layout.tp, s.layout.cp, s.layout.pp, s.layout.dp, s.ep, s.model.name,
+                 s.cluster.name, s.cluster_file, s.gpu.name, s.catalog_file);
     const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, s.gpus()) : GpuSelection{};
     if (s.variability.varies_speed() || !s.variability.links.empty()) {
       if (fold == FoldMode::assume && o->fold_given)
@@ -259,6 +266,7 @@ void add_run_command(CLI::App& app) {
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
     // Every input is read and checked; the outputs are checked before the (long) simulation.
     if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
     if (!o->report.empty()) check_output_path(o->report, "--report");
     std::optional<TraceWriter> trace;
@@ -286,8 +294,9 @@ void add_run_command(CLI::App& app) {
                       {"min_s", draws->min_s}, {"max_s", draws->max_s}};
       write_json(o->json, j);
     }
+    if (!o->csv.empty()) write_csv(o->csv, report_json(s, r, *o)["stages"]);
     if (!o->report.empty()) write_file(o->report, run_report_html(s, r), "--report");
-    if (!json_to_stdout(o->json)) {
+    if (table_to_stdout(o->json, o->csv)) {
       print_report(s, r);
       if (draws)
         std::cout << fmt::format("\n# iteration time over {} draws (seeds {} to {}; the report above is the first)\n"

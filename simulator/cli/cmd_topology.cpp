@@ -112,7 +112,7 @@ void add_topology_command(CLI::App& app) {
     const Cluster cluster = build_cluster(spec);
     const TopologyReport report = report_topology(cluster);
     const std::vector<TierOversubscription> tiers = tier_oversubscription(cluster);
-    if (!json_to_stdout(o->json)) print_report(cluster, report, tiers);
+    if (table_to_stdout(o->json, "")) print_report(cluster, report, tiers);
     if (!o->dot.empty()) write_file(o->dot, cluster_dot(cluster, level), "--dot");
     if (!o->graphml.empty()) write_file(o->graphml, cluster_graphml(cluster), "--graphml");
     if (!o->json.empty()) write_json(o->json, to_json(cluster, o->cluster, report, tiers));

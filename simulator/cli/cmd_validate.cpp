@@ -10,6 +10,8 @@
 #include <limits>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "simulator/cli/commands.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/input_file.hpp"
@@ -166,7 +168,9 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--only", *only, "row names to run (default: all)")->delimiter(',');
   auto json = std::make_shared<std::string>();
   cmd->add_option("--json", *json, "also write the rows and sets as JSON (- or /dev/stdout: to stdout, without the table)");
-  cmd->callback([files, only, sets, json] {
+  auto csv = std::make_shared<std::string>();
+  cmd->add_option("--csv", *csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
+  cmd->callback([files, only, sets, json, csv] {
     const std::vector<std::string> paths = files->empty() ? default_rows_files() : *files;
     std::vector<Row> rows;
     std::vector<std::string> known_sets;
@@ -192,6 +196,7 @@ void add_validate_command(CLI::App& app) {
       }
     }
     if (!json->empty()) check_json_path(*json);
+    check_csv_path(*csv, *json);
     // With --json - the table is left out, so stdout is the one document.
     std::ostringstream table;
     table << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "row", "GPUs", "published", "predicted", "error");
@@ -201,6 +206,7 @@ void add_validate_command(CLI::App& app) {
     int counted = 0;
     std::vector<std::pair<std::string, SetErrors>> per_set;
     for (const Row& r : rows) {
+      spdlog::info("validate: row {} of {}: {} ({})", &r - rows.data() + 1, rows.size(), r.name, r.scenario);
       const int gpus = load_scenario(r.scenario).gpus();  // a file error here is reported before simulating
       if (per_set.empty() || per_set.back().first != r.set) {
         if (!per_set.empty()) {
@@ -233,6 +239,7 @@ void add_validate_command(CLI::App& app) {
     }
     table << fmt::format("# mean |error| {:.1f}%, max |error| {:.1f}% over {} rows\n", counted ? sum / counted : 0.0,
                          worst, counted);
+    write_csv(*csv, row_json);
     if (!json->empty()) {
       nlohmann::ordered_json j = json_document(
           "validate", {{"rows_files", paths}, {"sets", *sets}, {"only", *only}});
@@ -243,7 +250,7 @@ void add_validate_command(CLI::App& app) {
       j["max_abs_error_pct"] = counted ? nlohmann::ordered_json(worst) : nlohmann::ordered_json();
       write_json(*json, j);
     }
-    if (!json_to_stdout(*json)) std::cout << table.str();
+    if (table_to_stdout(*json, *csv)) std::cout << table.str();
   });
 }
 

@@ -80,6 +80,23 @@ nlohmann::ordered_json json_header(const std::string& command);
 nlohmann::ordered_json json_document(const std::string& command, nlohmann::ordered_json config);
 /// The scenario as resolved (after --set): what was simulated, for the reader to check.
 nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s);
+/// --csv (csv_output.cpp): `rows`, an array of JSON objects (a --json document's rows), as CSV: one
+/// column per field, nested ones named with dots (time_s.bubble), arrays left out, null empty.
+std::string csv_of(const nlohmann::ordered_json& rows);
+/// --csv's path checked before simulating (as --json's): "-" or /dev/stdout, unless --json is
+/// already there, or a file that can be written.
+void check_csv_path(const std::string& csv, const std::string& json);
+/// Writes the rows as CSV to the file, or to stdout; nothing when `path` is empty.
+void write_csv(const std::string& path, const nlohmann::ordered_json& rows);
+/// Whether the text table goes to stdout: not when --json or --csv writes there, nor under -q.
+bool table_to_stdout(const std::string& json, const std::string& csv);
+
+/// -q, --quiet and -v, --verbose (any command; main.cpp). Quiet leaves the text report out of
+/// stdout (files, --json and --csv are still written; errors still print). Verbose: -v logs what
+/// was read and simulated and each step of validate, compare and bench to stderr through spdlog,
+/// -vv adds debug lines.
+void set_output_level(int verbose, bool quiet);
+bool quiet();
 /// One pipeline stage of a run: "stage", "gpu", "memory_bytes" {weights, ..., total} and "time_s"
 /// {compute, ..., other_idle}, the text report's breakdown. run and compare both write it.
 nlohmann::ordered_json stage_json(const StageReport& stage);
