@@ -137,3 +137,20 @@ TEST_CASE("the schema checker reports each keyword's violation at its path", "[j
   CHECK(schema_problems(nlohmann::json::parse(R"({"type": "object", "additionalProperties": false})"), nlohmann::json::object()) ==
         V{"/: the schema uses 'additionalProperties', which this checker does not implement"});
 }
+
+TEST_CASE("--json to a folder that does not exist is one line, exit 2, before anything runs", "[json]") {
+  const std::string bad = "/no/such/folder/out.json";
+  const std::string line = "error: " + bad + ": --json: cannot write: the directory '/no/such/folder' does not exist\n";
+  for (const std::string args :
+       {"run " + kScenario, "compare " + kScenario + " --schedules 1f1b", "collective --cluster " + kA100 + " --gpus 8",
+        "topology " + kA100, "list", "validate --only korthikanti-22b-full",
+        "calibrate --cluster " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") + " " +
+            source_path("scenarios/calibration/all_reduce_perf-8gpu.synthetic.txt"),
+        "bench --cluster " + kA100 + " --gpus 8 --size 1M --repeat 1"}) {
+    const auto r = test::run_cli(args + " --json " + bad);
+    INFO(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.stdout_text.empty());
+    CHECK(r.stderr_text == line);
+  }
+}
