@@ -71,7 +71,9 @@ TEST_CASE("run and compare work from the scenario's folder with relative paths, 
   INFO(run.stderr_text);
   REQUIRE(run.exit_code == 0);
   const auto j = nlohmann::json::parse(run.stdout_text);
-  CHECK(j.at("config").at("catalog") == f.path("gpus.yaml"));
+  // Paths as the scenario resolved them: relative to the working directory, as the scenario's were.
+  CHECK(j.at("config").at("cluster_file") == "my-cluster.yaml");
+  CHECK(j.at("config").at("catalog") == "gpus.yaml");
   const auto c = f.run_here("run scenario.yaml --catalog " + other + " --json -");
   INFO(c.stderr_text);
   REQUIRE(c.exit_code == 0);
@@ -81,7 +83,7 @@ TEST_CASE("run and compare work from the scenario's folder with relative paths, 
   CHECK(cmp.exit_code == 0);
 }
 
-TEST_CASE("--catalog that cannot be read, or lacks the cluster's GPU, is one line, exit 2", "[catalog]") {
+TEST_CASE("a --catalog that cannot be read, or lacks the cluster's GPU, is one line, exit 2", "[catalog]") {
   Folder f;
   const auto missing = f.run_here("run scenario.yaml --catalog no-such.yaml");
   CHECK(missing.exit_code == 2);
@@ -90,13 +92,16 @@ TEST_CASE("--catalog that cannot be read, or lacks the cluster's GPU, is one lin
   const std::string renamed = test::temp_file(test::shipped_with("scenarios/gpus.yaml", "name: A100-SXM-80GB", "name: A100-renamed"));
   const auto lacking = f.run_here("run scenario.yaml --catalog " + renamed);
   CHECK(lacking.exit_code == 2);
-  CHECK_THAT(lacking.stderr_text, Catch::StartsWith("error: " + f.path("my-cluster.yaml") + ":"));
+  // At the cluster's gpu: field, relative to the working directory as the scenario named it.
+  CHECK_THAT(lacking.stderr_text, Catch::StartsWith("error: my-cluster.yaml:") &&
+                                      Catch::Contains(": gpu: expected a GPU from " + renamed + " (A100-renamed,"));
 }
 
 TEST_CASE("collective, topology, calibrate and list run from a folder with only a cluster in it", "[catalog]") {
   Folder f;
   for (const std::string args : {"collective --cluster my-cluster.yaml --gpus 8 -b 1M -e 1M --json -",
-                                 "topology my-cluster.yaml --json -", "list --catalog gpus.yaml --json -"}) {
+                                 "topology my-cluster.yaml --json -", "topology --cluster my-cluster.yaml --json -",
+                                 "list --catalog gpus.yaml --json -"}) {
     const auto r = f.run_here(args);
     INFO(args << "\n" << r.stderr_text);
     CHECK(r.exit_code == 0);

@@ -106,7 +106,7 @@ TEST_CASE("validate and bench take --csv too", "[csv]") {
   CHECK(b[1][column(b, "gpus")] == "8");
 }
 
-TEST_CASE("--csv and --json both to stdout, or --csv to a folder that does not exist, is one line, exit 2", "[csv]") {
+TEST_CASE("a --csv and --json both to stdout, or --csv to a folder that does not exist, is one line, exit 2", "[csv]") {
   auto r = run_cli("run " + kScenario + " --json - --csv -");
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
@@ -119,7 +119,7 @@ TEST_CASE("--csv and --json both to stdout, or --csv to a folder that does not e
   CHECK(r.stderr_text == "error: command line: --csv: expected the collective bench: --scenarios and --fabric-only print text only\n");
 }
 
-TEST_CASE("-q leaves the text report out of stdout and still writes the files", "[cli]") {
+TEST_CASE("quiet (-q) leaves the text report out of stdout and still writes the files", "[cli]") {
   const std::string file = test::temp_file("", ".json");
   const auto r = ok("run " + kScenario + " -q --json " + file);
   CHECK(r.stdout_text.empty());
@@ -129,7 +129,7 @@ TEST_CASE("-q leaves the text report out of stdout and still writes the files", 
   CHECK(ok("topology " + kA100 + " --quiet").stdout_text.empty());
 }
 
-TEST_CASE("-v logs what was read, and each step of compare, to stderr only", "[cli]") {
+TEST_CASE("verbose (-v) logs what was read, and each step of compare, to stderr only", "[cli]") {
   const auto plain = ok("run " + kScenario);
   CHECK(plain.stderr_text.empty());
   const auto v = ok("run " + kScenario + " -v");

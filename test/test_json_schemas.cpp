@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "json_schema.hpp"
 #include "support.hpp"
@@ -138,12 +139,12 @@ TEST_CASE("the schema checker reports each keyword's violation at its path", "[j
         V{"/: the schema uses 'additionalProperties', which this checker does not implement"});
 }
 
-TEST_CASE("--json to a folder that does not exist is one line, exit 2, before anything runs", "[json]") {
+TEST_CASE("a --json to a folder that does not exist is one line, exit 2, before anything runs", "[json]") {
   const std::string bad = "/no/such/folder/out.json";
   const std::string line = "error: " + bad + ": --json: cannot write: the directory '/no/such/folder' does not exist\n";
-  for (const std::string args :
-       {"run " + kScenario, "compare " + kScenario + " --schedules 1f1b", "collective --cluster " + kA100 + " --gpus 8",
-        "topology " + kA100, "list", "validate --only korthikanti-22b-full",
+  for (const std::string& args : std::vector<std::string>{
+           "run " + kScenario, "compare " + kScenario + " --schedules 1f1b", "collective --cluster " + kA100 + " --gpus 8",
+           "topology " + kA100, "list", "validate --only korthikanti-22b-full",
         "calibrate --cluster " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") + " " +
             source_path("scenarios/calibration/all_reduce_perf-8gpu.synthetic.txt"),
         "bench --cluster " + kA100 + " --gpus 8 --size 1M --repeat 1"}) {

@@ -172,7 +172,7 @@ TEST_CASE("An override of dp as well derives nothing: tp x pp x dp must equal gp
                 "expected tp x pp x dp to equal gpus (1024), got 4 x 8 x 16 = 512");
 }
 
-TEST_CASE("A layout may leave one of tp, pp and dp out; it is derived from gpus") {
+TEST_CASE("A layout may leave one of tp, pp and dp out, and it is derived from gpus") {
   ScenarioTree tree;
   tree.edit(kGpt, {{"  tp: 8\n", ""}});
   const ScenarioSpec no_tp = load_scenario(tree.path(kGpt));

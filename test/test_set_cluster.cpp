@@ -25,7 +25,7 @@ std::string command_line_error(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("--set cluster.fabric.tiers.0.oversubscription changes that tier alone", "[set]") {
+TEST_CASE("a --set cluster.fabric.tiers.0.oversubscription changes that tier alone", "[set]") {
   const ScenarioSpec base = load_scenario(kGpt);
   REQUIRE(base.cluster.fabric.tiers.size() == 3);
   CHECK(base.cluster.fabric.tiers[0].oversubscription == 1.0);
@@ -47,14 +47,14 @@ TEST_CASE("run --json echoes the cluster overrides in its configuration", "[set]
         base.at("stages")[0].at("time_s").at("tp_exposed").get<double>());
 }
 
-TEST_CASE("--set of a cluster key the schema lacks is one line naming --set and the allowed keys", "[set]") {
+TEST_CASE("a --set of a cluster key the schema lacks is one line naming --set and the allowed keys", "[set]") {
   CHECK(command_line_error("run " + kSmall + " --set cluster.fabric.warp=1") ==
         "error: command line: --set: unknown cluster field 'cluster.fabric.warp' (expected one of: type, nodes, "
         "nodes_per_unit, planes, dims, groups, routers_per_group, global_links, routing, link_type, bandwidth_Gbps, "
         "latency_us, tiers)\n");
 }
 
-TEST_CASE("--set of a cluster path the file does not have is one line saying which part is missing", "[set]") {
+TEST_CASE("a --set of a cluster path the file does not have is one line saying which part is missing", "[set]") {
   const std::string cluster = source_path("scenarios/clusters/dgx-a100-superpod.yaml");
   CHECK(command_line_error("run " + kSmall + " --set cluster.fabrik.nodes=2") ==
         "error: command line: --set: cluster field 'cluster.fabrik.nodes': the cluster file (" + cluster +
@@ -70,7 +70,7 @@ TEST_CASE("--set of a cluster path the file does not have is one line saying whi
         "error: command line: --set: cluster field 'cluster.fabric.nodes': expected one value, got '[1,2]'\n");
 }
 
-TEST_CASE("--set of a bad cluster value is the cluster file's error at that field", "[set]") {
+TEST_CASE("a --set of a bad cluster value is the cluster file's error at that field", "[set]") {
   const std::string e = command_line_error("run " + kSmall + " --set cluster.fabric.tiers.0.oversubscription=lots");
   CHECK_THAT(e, Catch::StartsWith("error: " + source_path("scenarios/clusters/dgx-a100-superpod.yaml") + ":"));
   CHECK_THAT(e, Catch::Contains("oversubscription: expected a number"));

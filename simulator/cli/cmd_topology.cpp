@@ -90,7 +90,7 @@ nlohmann::ordered_json to_json(const Cluster& c, const std::string& file, const 
 void add_topology_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("topology", "print a cluster's counts and bisection bandwidth");
-  cmd->add_option("cluster", o->cluster, "cluster YAML file")->required();
+  cmd->add_option("cluster,--cluster", o->cluster, "cluster YAML file (positional, or --cluster as the other commands take it)")->required();
   cmd->add_option("--dot", o->dot, "also write the graph as Graphviz DOT to this file (styled, parallel links as one edge)");
   CLI::Option* level_option = cmd->add_option("--level", o->level,
                   "draw --dot with one box per node, per leaf group (scalable unit) or per spine group (pod): node, leaf, spine "
