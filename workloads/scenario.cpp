@@ -151,8 +151,8 @@ void apply_cluster_override(const YamlField& root, const std::string& text) {
   }
 }
 
-/// The cluster and its GPU from the catalog at <cluster's folder>/../gpus.yaml, with the command
-/// line's cluster.* overrides applied first.
+/// The cluster, with the command line's cluster.* overrides applied first, and its GPU from the
+/// scenario's `catalog:` or else catalog_file_of(the cluster file).
 void read_cluster(const std::filesystem::path& dir, const YamlField& field, ScenarioSpec& s,
                   const std::vector<std::string>& overrides, const std::optional<YamlField>& catalog) {
   s.cluster_file = resolve(dir, field);
