@@ -35,7 +35,7 @@ std::string project_version() {
 
 /// The header every --json document starts with.
 void check_header(const nlohmann::json& j, const std::string& command) {
-  CHECK(j.at("schema_version") == 1);
+  CHECK(j.at("schema_version") == 2);
   CHECK(j.at("clustersim_version") == project_version());
   CHECK(j.at("command") == command);
 }

@@ -57,7 +57,7 @@ TEST_CASE("on a 16-stage run zb-v and dualpipev beat 1f1b by what their bubbles 
   const StagePlan& middle = plan.stages[p / 2];
   const Seconds f = total(middle.forward), b_in = total(middle.backward_input), w = total(middle.backward_weight);
   const auto& busy = one_f["stages"][p / 2];
-  const double measured_per_microbatch = (t1 - busy["bubble_s"].get<double>()) / m;  // upper bound on busy
+  const double measured_per_microbatch = (t1 - busy["time_s"]["bubble"].get<double>()) / m;  // upper bound on busy
   INFO("1f1b " << t1 << " s, zb-v " << tz << " s, dualpipev " << td << " s; F " << f << " B " << b_in << " W " << w);
   const double scale = measured_per_microbatch / (f + b_in + w);
   const ScheduleShape one{p, m, 1, 0}, two{p, m, 2, 0};
@@ -71,7 +71,7 @@ TEST_CASE("on a 16-stage run zb-v and dualpipev beat 1f1b by what their bubbles 
   CHECK((t1 - tz) == Approx(r1 - rz).epsilon(0.10));
   // DualPipeV wins its bubble saving and, beyond it, at most the TP communication that its F&B
   // units hide under the other microbatch's compute (all of 1F1B's exposed TP time, at the most).
-  const double tp_hidden_at_most = busy["tp_exposed_s"].get<double>();
+  const double tp_hidden_at_most = busy["time_s"]["tp_exposed"].get<double>();
   CHECK((t1 - td) > 0.9 * (r1 - rd));
   CHECK((t1 - td) < 1.1 * (r1 - rd) + tp_hidden_at_most);
   // Bubbles: ZB-V's is a fraction of 1F1B's.
@@ -94,10 +94,10 @@ TEST_CASE("dualpipe holds every stage twice and pays for it in weights") {
   const nlohmann::json j = compare_json("1f1b,dualpipe");
   // A middle rank of 1F1B holds one stage; DualPipe's holds the same amount twice over (stage r and
   // stage p-1-r), so its peak total rises by at least one stage's weights, gradients and state.
-  const double one_stage_total = j["rows"][0]["stages"][8]["total_bytes"].get<double>() -
-                                 j["rows"][0]["stages"][8]["activation_bytes"].get<double>();
-  CHECK(j["rows"][1]["stages"][8]["total_bytes"].get<double>() >
-        j["rows"][0]["stages"][8]["total_bytes"].get<double>() + 0.9 * one_stage_total);
+  const double one_stage_total = j["rows"][0]["stages"][8]["memory_bytes"]["total"].get<double>() -
+                                 j["rows"][0]["stages"][8]["memory_bytes"]["activations"].get<double>();
+  CHECK(j["rows"][1]["stages"][8]["memory_bytes"]["total"].get<double>() >
+        j["rows"][0]["stages"][8]["memory_bytes"]["total"].get<double>() + 0.9 * one_stage_total);
   // Both send every microbatch across the same 15 boundaries.
   CHECK(j["rows"][1]["pp_bytes"].get<double>() == Approx(j["rows"][0]["pp_bytes"].get<double>()));
 }

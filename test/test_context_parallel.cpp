@@ -110,7 +110,8 @@ TEST_CASE("cp that does not cut the sequence into 2 x cp chunks is an error at p
 }
 
 TEST_CASE("tp x cp x pp x dp must equal the gpus") {
-  const auto r = run_cli("run " + kLlama + " --set parallel.cp=8");
+  // dp given as well: nothing is derived (with cp alone, dp would be derived as 16384 / (8 x 8 x 16)).
+  const auto r = run_cli("run " + kLlama + " --set parallel.cp=8 --set parallel.dp=8");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": parallel: expected tp x cp x pp x dp to equal gpus (16384), got 8 x 8 x 16 x 8 = 8192"));
 }

@@ -386,9 +386,10 @@ TEST_CASE("an unknown key appended to any shipped file is named with the keys al
   WARN(g_cases << " cases");
 }
 
-/// Keys the schemas let a file leave out (a default, or free text).
+/// Keys the schemas let a file leave out (a default, or free text; one of tp, pp and dp is derived
+/// from gpus, test_scenario checks that two left out is an error).
 const std::set<std::string> kOptionalKeys = {
-    "description", "note", "source", "kv_heads", "virtual_stages", "sequence_parallel", "distributed_optimizer",
+    "tp", "pp", "dp", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "description", "note", "source", "kv_heads", "virtual_stages", "sequence_parallel", "distributed_optimizer",
     "zero_stage", "order", "attention", "ep", "cp", "cp_comm", "stage_layers", "overlap_grad_reduce",
     "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "reshard_after_forward",
     "nodes_per_unit", "ports", "oversubscription", "shared_experts", "dense_layers", "capacity_factor", "dropless",
@@ -540,7 +541,7 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {col + "--json /tmp", "/tmp", "--json", "expected a file to write, got a directory"},
       {col + "--report " + kNoDir, kNoDir, "--report", "does not exist"},
       // topology
-      {"topology", cl, "cluster", "missing: expected this argument"},
+      {"topology", cl, "--cluster", "missing: expected this option"},  // positional, or --cluster
       {"topology " + cluster + " --dot " + kNoDir, kNoDir, "--dot", "does not exist"},
       {"topology " + cluster + " --graphml /tmp", "/tmp", "--graphml", "got a directory"},
       {"topology " + cluster + " " + cluster, cl, "", "unexpected argument"},
@@ -584,7 +585,7 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {col + "--nccl-tests /tmp", "/tmp", "--nccl-tests", "expected a file to write, got a directory"},
       // list
       {"list extra", cl, "", "unexpected argument 'extra'"},
-      {"list --verbose", cl, "--verbose", "unknown option"},
+      {"list --verbosity", cl, "--verbosity", "unknown option"},  // -v, --verbose is every command's
       // bench
       {"bench --cluster " + cluster + " --gpus 16,1", cluster, "--gpus", "expected 2 to 1016 GPUs, got 1"},
       {"bench --cluster " + cluster + " --gpus x", cl, "--gpus", "expected an integer"},

@@ -148,12 +148,50 @@ TEST_CASE("Every shipped scenario loads") {
   CHECK(count >= 2);
 }
 
-TEST_CASE("An override of parallel.tp changes the layout and then fails the TP x PP x DP check") {
+TEST_CASE("An override of parallel.tp derives dp again, so the GPU count holds") {
+  // 1024 GPUs / (tp 4 x pp 8) = dp 32; the file's dp 16 was for tp 8.
+  const ScenarioSpec s = shipped(kGpt, {"parallel.tp=4"});
+  CHECK((s.layout.tp == 4 && s.layout.pp == 8 && s.layout.dp == 32));
+  // gpus too: 512 / (8 x 8) = 8.
+  CHECK(shipped(kGpt, {"gpus=512"}).layout.dp == 8);
+  CHECK(shipped(kGpt, {"parallel.pp=4", "gpus=512"}).layout.dp == 16);
+}
+
+TEST_CASE("A layout dp cannot be derived for is an error at parallel naming the product") {
   const std::string file = clustersim::test::source_path("scenarios/" + kGpt);
   const int line = line_of(clustersim::test::shipped_with("scenarios/" + kGpt, "", ""), "parallel:\n  tp");
-  // dp was left at 16, so 4 x 8 x 16 = 512 GPUs of the 1024 asked for.
-  require_error([&] { shipped(kGpt, {"parallel.tp=4"}); }, file, line, "parallel",
+  // 1024 / (3 x 8) is not whole.
+  require_error([&] { shipped(kGpt, {"parallel.tp=3"}); }, file, line, "parallel",
+                "expected tp x pp (24) to divide gpus (1024), so that dp can be derived from it");
+}
+
+TEST_CASE("An override of dp as well derives nothing: tp x pp x dp must equal gpus") {
+  const std::string file = clustersim::test::source_path("scenarios/" + kGpt);
+  const int line = line_of(clustersim::test::shipped_with("scenarios/" + kGpt, "", ""), "parallel:\n  tp");
+  require_error([&] { shipped(kGpt, {"parallel.tp=4", "parallel.dp=16"}); }, file, line, "parallel",
                 "expected tp x pp x dp to equal gpus (1024), got 4 x 8 x 16 = 512");
+}
+
+TEST_CASE("A layout may leave one of tp, pp and dp out, and it is derived from gpus") {
+  ScenarioTree tree;
+  tree.edit(kGpt, {{"  tp: 8\n", ""}});
+  const ScenarioSpec no_tp = load_scenario(tree.path(kGpt));
+  CHECK(no_tp.layout.tp == 1024 / (8 * 16));
+  tree.edit(kGpt, {{"  pp: 8\n", ""}});
+  CHECK(load_scenario(tree.path(kGpt)).layout.pp == 1024 / (8 * 16));
+  tree.edit(kGpt, {{"  dp: 16\n", ""}});
+  CHECK(load_scenario(tree.path(kGpt)).layout.dp == 1024 / (8 * 8));
+}
+
+TEST_CASE("Two of tp, pp and dp left out is an error at parallel") {
+  expect_scenario_error(kGpt, {{"  tp: 8\n", ""}, {"  dp: 16\n", ""}}, "parallel:\n  pp", "parallel",
+                        "expected at most one of tp, pp and dp left out (it is derived from gpus); tp, dp are missing");
+}
+
+TEST_CASE("A derived tp that does not divide the heads fails at parallel with the model's constraint") {
+  // 640 GPUs / (pp 8 x dp 16) = tp 5, which does not divide GPT-3's 96 heads.
+  expect_scenario_error(kGpt, {{"  tp: 8\n", ""}, {"gpus: 1024", "gpus: 640"}}, "parallel:\n  pp", "parallel",
+                        "expected a divisor of the 96 attention heads");
 }
 
 TEST_CASE("A consistent set of overrides passes") {

@@ -1,5 +1,7 @@
 #include "workloads/model.hpp"
 
+#include "workloads/key_aliases.hpp"
+
 #include <limits>
 
 namespace clustersim {
@@ -105,6 +107,7 @@ ModelSpec encoder_model(const ModelSpec& m) {
 }
 
 ModelSpec parse_model_spec(const YamlField& root) {
+  apply_key_aliases(root, model_key_aliases());  // Megatron-LM's and Hugging Face's names
   root.expect_keys({"name", "description", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn", "vocab",
                     "seq_len", "tied_embeddings", "source", "attention", "moe", "encoder", "mtp_depth"});
   ModelSpec m;

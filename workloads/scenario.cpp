@@ -11,6 +11,7 @@
 #include "topologies/cluster.hpp"
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
+#include "workloads/key_aliases.hpp"
 #include "workloads/stage_split.hpp"
 
 namespace clustersim {
@@ -22,7 +23,7 @@ namespace {
 // order tp-dp-pp; attention flash. Everything else is required.
 const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
-    "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives"};
+    "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives", "catalog"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
     "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
@@ -55,15 +56,16 @@ std::string product(double a, double b, double c = 1) {
 /// Sets one schema field in the parsed tree. yaml-cpp nodes are references, so writing through a
 /// copy of root's node changes what root reads; the key keeps its mark, so errors about an
 /// overridden value still point at the field's line in the scenario file.
-void apply_override(const YamlField& root, const std::string& text) {
+/// Returns the field's dotted path.
+std::string apply_override(const YamlField& root, const std::string& text) {
   const std::size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
     throw UserError("command line", 0, "--set", "expected FIELD=VALUE, got '" + text + "'");
-  const std::string path = text.substr(0, eq), value_text = text.substr(eq + 1);
+  const std::string path = canonical_scenario_path(text.substr(0, eq)), value_text = text.substr(eq + 1);
   const auto fields = scenario_fields();
   if (std::find(fields.begin(), fields.end(), path) == fields.end())
     throw UserError("command line", 0, "--set", "unknown scenario field '" + path + "' (expected one of: " +
-                                                    join(fields) + ")");
+                                                    join(fields) + "; or cluster.FIELD for a field of the cluster file)");
   YAML::Node value;
   try {
     value = YAML::Load(value_text);
@@ -77,12 +79,13 @@ void apply_override(const YamlField& root, const std::string& text) {
   const std::size_t dot = path.find('.');
   if (dot == std::string::npos) {
     tree[path] = value;
-    return;
+    return path;
   }
   const std::string section = path.substr(0, dot);
   YAML::Node parent = tree[section];
   if (parent.IsDefined() && !parent.IsMap()) root.child(section).fail("expected a mapping");
   parent[path.substr(dot + 1)] = value;
+  return path;
 }
 
 /// A path written in the scenario, relative to the scenario's folder unless absolute. A file that
@@ -97,26 +100,88 @@ std::string resolve(const std::filesystem::path& dir, const YamlField& field) {
   return out;
 }
 
+/// gpus.yaml beside the cluster file, else in the folder above it (the shipped layout); the second
+/// when neither exists, for the error to name.
 std::string catalog_file_of(const std::string& cluster_file) {
-  return (std::filesystem::path(cluster_file).parent_path() / ".." / "gpus.yaml").lexically_normal().string();
+  const std::filesystem::path dir = std::filesystem::path(cluster_file).parent_path();
+  const std::string beside = (dir / "gpus.yaml").lexically_normal().string();
+  if (std::filesystem::is_regular_file(beside)) return beside;
+  return (dir / ".." / "gpus.yaml").lexically_normal().string();
 }
 
-/// The cluster and its GPU from the catalog at <cluster's folder>/../gpus.yaml.
-void read_cluster(const std::filesystem::path& dir, const YamlField& field, ScenarioSpec& s) {
+/// `--set cluster.PATH=VALUE`: sets a field of the cluster file the scenario names, e.g.
+/// cluster.fabric.tiers.0.oversubscription=2 (a number indexes a list). Every mapping and list on
+/// the way must exist; the last key may be new (the cluster's own schema then judges it).
+void apply_cluster_override(const YamlField& root, const std::string& text) {
+  const std::size_t eq = text.find('=');
+  const std::string path = text.substr(0, eq), value_text = text.substr(eq + 1);
+  const auto bad = [&](const std::string& why) -> UserError {
+    return UserError("command line", 0, "--set", "cluster field '" + path + "': " + why);
+  };
+  YAML::Node value;
+  try {
+    value = YAML::Load(value_text);
+  } catch (const YAML::Exception&) {
+    // left undefined: reported just below
+  }
+  if (value_text.empty() || !value.IsScalar()) throw bad("expected one value, got '" + value_text + "'");
+  std::vector<std::string> keys;
+  for (std::size_t from = std::string("cluster.").size(), dot = 0; from <= path.size(); from = dot + 1) {
+    dot = std::min(path.find('.', from), path.size());
+    keys.push_back(path.substr(from, dot - from));
+  }
+  YAML::Node node = root.node();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string& key = keys[i];
+    if (key.empty()) throw bad("expected cluster.FIELD.FIELD..., with no empty field");
+    const bool last = i + 1 == keys.size();
+    if (node.IsSequence()) {
+      const bool digits = key.find_first_not_of("0123456789") == std::string::npos && key.size() < 9;
+      if (!digits || std::stoul(key) >= node.size())
+        throw bad("expected an index below " + std::to_string(node.size()) + " into the list, got '" + key + "'");
+      if (last) node[std::stoul(key)] = value;
+      else node.reset(node[std::stoul(key)]);
+    } else if (node.IsMap()) {
+      if (last) node[key] = value;
+      else if (!node[key].IsDefined()) throw bad("the cluster file (" + root.file() + ") has no '" + key + "' to set a field in");
+      else node.reset(node[key]);
+    } else {
+      throw bad("'" + keys[i - 1] + "' is a value, not a mapping or a list");
+    }
+  }
+}
+
+/// The cluster, with the command line's cluster.* overrides applied first, and its GPU from the
+/// scenario's `catalog:` or else catalog_file_of(the cluster file).
+void read_cluster(const std::filesystem::path& dir, const YamlField& field, ScenarioSpec& s,
+                  const std::vector<std::string>& overrides, const std::optional<YamlField>& catalog) {
   s.cluster_file = resolve(dir, field);
   const YamlField root = YamlField::load_file(s.cluster_file);
-  s.cluster = parse_cluster_spec(root);
-  const std::string catalog_file = catalog_file_of(s.cluster_file);
-  if (!std::ifstream(catalog_file))
-    root.child("gpu").fail("cannot open the GPU catalog '" + catalog_file + "' (expected beside the clusters folder)");
-  s.gpu = load_gpu_catalog(catalog_file).find_or_fail(root.child("gpu"));
+  for (const std::string& o : overrides) apply_cluster_override(root, o);
+  try {
+    s.cluster = parse_cluster_spec(root);
+  } catch (const UserError& e) {
+    // A key the cluster schema lacks, given on the command line: the command line's error.
+    for (const std::string& o : overrides)
+      if (e.expected().rfind("unknown key", 0) == 0 && o.rfind("cluster." + e.field_path() + "=", 0) == 0)
+        throw UserError("command line", 0, "--set", "unknown cluster field 'cluster." + e.field_path() + "' (" +
+                                                        e.expected().substr(std::string("unknown key (").size()));
+    throw;
+  }
+  s.catalog_file = catalog ? resolve(dir, *catalog) : catalog_file_of(s.cluster_file);
+  if (!std::ifstream(s.catalog_file))
+    root.child("gpu").fail("cannot open the GPU catalog '" + s.catalog_file +
+                           "' (expected gpus.yaml beside the cluster file or in the folder above it, or the "
+                           "scenario's catalog: / --catalog)");
+  s.gpu = load_gpu_catalog(s.catalog_file).find_or_fail(root.child("gpu"));
 }
 
 void read_parallel(const YamlField& f, ScenarioSpec& s) {
   f.expect_keys(kParallelFields);
-  s.layout.tp = read_int(f.child("tp"));
-  s.layout.pp = read_int(f.child("pp"));
-  s.layout.dp = read_int(f.child("dp"));
+  // One of tp, pp and dp may be left out: derive_layout fills it in from the GPU count.
+  s.layout.tp = f.find("tp") ? read_int(f.child("tp")) : 0;
+  s.layout.pp = f.find("pp") ? read_int(f.child("pp")) : 0;
+  s.layout.dp = f.find("dp") ? read_int(f.child("dp")) : 0;
   if (auto v = f.find("virtual_stages")) s.virtual_stages = read_int(*v);
   if (auto e = f.find("ep")) s.ep = read_int(*e);
   if (auto c = f.find("cp")) s.layout.cp = read_int(*c);
@@ -155,9 +220,47 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   }
 }
 
-/// The layout against the GPU count and the model's shape (layout_problem), failed at its field.
+/// Fills in the one of tp, pp and dp that was left out (0) as gpus / (the others x cp). With
+/// `rederive_dp` (the command line changed tp, pp, cp or gpus and left dp alone) the file's dp is
+/// derived again, so `--set parallel.tp=4` keeps the GPU count. A layout the GPU count cannot hold
+/// is an error at parallel naming the product that must divide it.
+void derive_layout(const YamlField& f, ScenarioSpec& s, int gpus, bool rederive_dp) {
+  ParallelLayout& l = s.layout;
+  if (rederive_dp && l.tp > 0 && l.pp > 0) l.dp = 0;
+  const std::pair<const char*, int*> dims[] = {{"tp", &l.tp}, {"pp", &l.pp}, {"dp", &l.dp}};
+  std::string missing;
+  double known = l.cp;  // a double: three factors of up to 2^22 overflow a long
+  int* derived = nullptr;
+  for (const auto& [name, value] : dims) {
+    if (*value == 0) {
+      missing += (missing.empty() ? "" : ", ") + std::string(name);
+      derived = value;
+    } else {
+      known *= *value;
+    }
+  }
+  if (!derived) return;
+  if (missing.find(',') != std::string::npos)
+    f.fail("expected at most one of tp, pp and dp left out (it is derived from gpus); " + missing + " are missing");
+  const std::string others = std::string(derived == &l.tp ? "pp x dp" : derived == &l.pp ? "tp x dp" : "tp x pp") +
+                             (l.cp > 1 ? " x cp" : "");
+  const std::string name = derived == &l.tp ? "tp" : derived == &l.pp ? "pp" : "dp";
+  if (known > gpus || gpus % static_cast<long>(known) != 0)
+    f.fail("expected " + others + " (" + product(known, 1) + ") to divide gpus (" + std::to_string(gpus) + "), so that " +
+           name + " can be derived from it");
+  *derived = static_cast<int>(gpus / static_cast<long>(known));
+}
+
+/// The field a layout dimension was written at, or the parallel mapping when it was derived.
+YamlField dimension(const YamlField& f, const char* name) {
+  if (auto d = f.find(name)) return *d;
+  return f;
+}
+
+/// The layout against the GPU count and the model's shape (layout_problem), failed at its field:
+/// where a dimension was written, or the parallel mapping when it was derived.
 void check_layout(const YamlField& f, const ScenarioSpec& s, int gpus) {
-  if (auto p = layout_problem(s, gpus, stage_split_given(f))) (p->field.empty() ? f : f.child(p->field)).fail(p->expected);
+  if (auto p = layout_problem(s, gpus, stage_split_given(f))) (p->field.empty() ? f : dimension(f, p->field.c_str())).fail(p->expected);
 }
 
 void read_batch(const YamlField& root, ScenarioSpec& s) {
@@ -373,7 +476,20 @@ std::vector<std::string> scenario_fields() {
 
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   const YamlField root = YamlField::load_file(path);
-  for (const auto& o : overrides) apply_override(root, o);
+  // Megatron-LM's names become ours first, so --set (in our names or theirs) then overrides them.
+  apply_key_aliases(root, scenario_key_aliases());
+  if (auto p = root.find("parallel")) apply_key_aliases(*p, parallel_key_aliases());
+  bool layout_set = false, dp_set = false;
+  std::vector<std::string> cluster_overrides;
+  for (const auto& o : overrides) {
+    if (o.rfind("cluster.", 0) == 0 && o.find('=') != std::string::npos) {
+      cluster_overrides.push_back(o);
+      continue;
+    }
+    const std::string path = apply_override(root, o);
+    layout_set |= path == "parallel.tp" || path == "parallel.pp" || path == "parallel.cp" || path == "gpus";
+    dp_set |= path == "parallel.dp";
+  }
   root.expect_keys(kFields);
   if (auto d = root.find("description")) d->as_string();  // free text, but text
 
@@ -381,10 +497,11 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   s.file = path;
   s.name = root.child("name").as_string();
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  read_cluster(dir, root.child("cluster"), s);
+  read_cluster(dir, root.child("cluster"), s, cluster_overrides, root.find("catalog"));
+  s.cluster_overrides = cluster_overrides;
   if (auto c = root.find("calibration")) {  // the user's own measurements override the shipped values
     s.calibration = load_calibration(resolve(dir, *c));
-    apply_calibration(*s.calibration, s.cluster, s.gpu, load_gpu_catalog(catalog_file_of(s.cluster_file)));
+    apply_calibration(*s.calibration, s.cluster, s.gpu, load_gpu_catalog(s.catalog_file));
   }
   s.model = load_model_spec(resolve(dir, root.child("model")));
 
@@ -396,6 +513,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   YamlField parallel = root.child("parallel");
   s.parallel_line = parallel.line();
   read_parallel(parallel, s);
+  derive_layout(parallel, s, gpus, layout_set && !dp_set);
   check_layout(parallel, s, gpus);
   read_batch(root, s);
   read_schedule(root.child("schedule"), parallel, s);

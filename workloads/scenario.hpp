@@ -3,9 +3,10 @@
 // the model, the parallel layout, the schedule, the batch and the precision. Every inconsistency
 // between them is a UserError here, before anything is simulated.
 //
-// Paths in a scenario (cluster, model) are relative to the scenario file. The GPU catalog is found
-// next to the clusters folder: <dir of the cluster file>/../gpus.yaml (scenarios/gpus.yaml for the
-// shipped clusters), so a copied scenarios/ tree carries its own catalog.
+// Paths in a scenario (cluster, model, catalog, calibration) are relative to the scenario file. The
+// GPU catalog is the scenario's `catalog:` (the CLI's --catalog) when given; else gpus.yaml beside
+// the cluster file, else in the folder above it (scenarios/gpus.yaml for the shipped clusters), so a
+// copied scenarios/ tree, or a cluster with its catalog beside it, carries its own.
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct ScenarioSpec {
   int parallel_line = 0;         // where `parallel:` is written, for errors about the whole layout
   std::string name;
   std::string cluster_file;      // resolved against the scenario's folder
+  std::string catalog_file;      // the GPU catalog the cluster's GPU was read from
+  /// The command line's `--set cluster.PATH=VALUE` overrides, applied to the cluster file as read.
+  std::vector<std::string> cluster_overrides;
   ClusterSpec cluster;
   GpuModel gpu;                  // the cluster's GPU, from the catalog
   std::optional<Calibration> calibration;  // `calibration: FILE`, already applied to cluster and gpu
@@ -124,6 +128,9 @@ std::optional<LayoutProblem> layout_problem(const ScenarioSpec& s, int gpus, boo
 /// `overrides` are "dotted.path=value" (the CLI's --set), applied to the YAML before validation; the
 /// value is read as a YAML scalar, and an error in it names the scenario file and the field. An
 /// override of a field the schema lacks is a UserError on "command line", field "--set".
+/// "cluster.PATH=VALUE" sets a field of the cluster file instead (cluster.fabric.tiers.0.oversubscription=2).
+/// A --set of tp, pp, cp or gpus without one of dp derives dp again from the GPU count; a layout may
+/// also leave one of tp, pp and dp out of the file (it is derived the same way).
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// Every field --set can reach, as dotted paths ("parallel.tp"), for messages and listings.

@@ -119,7 +119,7 @@ std::vector<int> even_split(const YamlField& parallel, const YamlField& schedule
   std::fill_n(counts.begin(), encoder_stages, 0);
   const std::string layers = std::to_string(s.model.layers) + " layers of " + s.model.name + " (" + s.model.file + ")";
   if (encoder_stages > 0 && s.model.layers % language_stages != 0)
-    parallel.child("pp").fail("expected the " + std::to_string(language_stages) + " model stages after the encoder's to divide the " +
+    (parallel.find("pp") ? *parallel.find("pp") : parallel).fail("expected the " + std::to_string(language_stages) + " model stages after the encoder's to divide the " +
                               layers + ", or a stage_layers list starting with 0");
   if (s.model.layers % stages != 0 && encoder_stages == 0) {
     if (s.schedule->chunks_required() > 0 && !parallel.find("virtual_stages"))

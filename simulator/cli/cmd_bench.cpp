@@ -11,6 +11,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "collectives/collective.hpp"
 #include "collectives/point_to_point.hpp"
 #include "simulator/cli/bench_clock.hpp"
@@ -48,6 +50,7 @@ struct BenchOptions {
   bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
   bool fabric_only = false;  // build and route the cluster, no simulation (bench_fabric.hpp)
   std::vector<std::string> search;  // search's screen over these scenarios' whole space (bench_search.hpp)
+  std::string json, csv;
 };
 
 struct Measurement {
@@ -186,7 +189,13 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--fold", o->fold, "with --scenarios: how replicas fold, as in run (assume)");
   cmd->add_flag("--fabric-only", o->fabric_only, "time building and routing the --cluster instead of a collective");
   cmd->add_option("--search", o->search, "time search's screen over each scenario's whole space instead")->delimiter(',');
+  cmd->add_option("--json", o->json, "also write the collective timings as JSON (- or /dev/stdout: to stdout, without the table)");
+  cmd->add_option("--csv", o->csv, "also write the collective timings as CSV (- or /dev/stdout: to stdout, without the table)");
   cmd->callback([o] {
+    for (const auto& [option, path] : {std::pair{"--json", &o->json}, std::pair{"--csv", &o->csv}})
+      if (!path->empty() && (!o->scenarios.empty() || o->fabric_only || !o->search.empty()))
+        throw UserError("command line", 0, option,
+                        "expected the collective bench: --scenarios, --fabric-only and --search print text only");
     if (!o->search.empty()) return bench_search(o->search, parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
     if (o->cluster == kDefaultCluster) o->cluster = shipped_file(kDefaultCluster);  // from any directory
@@ -228,27 +237,47 @@ void add_bench_command(CLI::App& app) {
         throw UserError("command line", 0, "--routing", "expected uniform or skewed, got '" + r + "'");
     const long repeat = parse_integer(o->repeat, "--repeat", 1, 1000);
     if (!o->all_to_all) o->routings = {"uniform"};
+    if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
+    std::ostringstream table;
+    nlohmann::ordered_json j = json_document("bench", {{"cluster", probe.spec.name},
+                                                       {"cluster_file", o->cluster},
+                                                       {"op", to_string(op)},
+                                                       {"algorithm", o->algo},
+                                                       {"size_bytes", size},
+                                                       {"repeat", repeat},
+                                                       {"per_pair", o->per_pair},
+                                                       {"routings", o->routings}});
+    j["rows"] = nlohmann::ordered_json::array();
     if (o->all_to_all)
-      std::cout << fmt::format("# clustersim bench: {} all-to-all of {} B a rank on {} ({} GPUs), {}, median of {} "
+      table << fmt::format("# clustersim bench: {} all-to-all of {} B a rank on {} ({} GPUs), {}, median of {} "
                                "runs\n",
                                o->algo, size, probe.spec.name, probe.gpu_count(),
                                o->per_pair ? "one flow per pair" : "summed per link", repeat);
     else
-      std::cout << fmt::format("# clustersim bench: {} all-reduce of {} B on {} ({} GPUs), {} channels, "
+      table << fmt::format("# clustersim bench: {} all-reduce of {} B on {} ({} GPUs), {} channels, "
                                "median of {} runs\n",
                                o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), repeat);
-    std::cout << fmt::format("# {:>6} {:>8} {:>8} {:>10} {:>10} {:>12} {:>8} {:>10} {:>14} {:>12}\n", "gpus",
+    table << fmt::format("# {:>6} {:>8} {:>8} {:>10} {:>10} {:>12} {:>8} {:>10} {:>14} {:>12}\n", "gpus",
                              "traffic", "flows", "link-hops", "setup(s)", "simulate(s)", "cpu(s)", "peak(MiB)",
                              "simulated(ms)", "busbw(GB/s)");
     for (int g : counts)
       for (const std::string& routing : o->routings) {
+        spdlog::info("bench: {} GPUs, {} traffic, {} runs", g, routing, repeat);
         const Measurement m = measure_in_child(*o, g, size, routing);
         const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(op, g);
-        std::cout << fmt::format("  {:>6} {:>8} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>8.3f} {:>10.1f} {:>14.3f} "
+        table << fmt::format("  {:>6} {:>8} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>8.3f} {:>10.1f} {:>14.3f} "
                                  "{:>12.1f}\n",
                                  g, routing, m.flows, m.link_hops, m.setup_s, m.median_s, m.median_cpu_s,
                                  m.peak_rss_kib / 1024.0, m.simulated_s * 1e3, busbw);
+        j["rows"].push_back({{"gpus", g}, {"routing", routing}, {"flows", m.flows}, {"link_hops", m.link_hops},
+                             {"setup_s", m.setup_s}, {"wall_s", m.median_s}, {"cpu_s", m.median_cpu_s},
+                             {"peak_rss_bytes", m.peak_rss_kib * 1024}, {"time_us", m.simulated_s * 1e6},
+                             {"busbw_GBps", busbw}});
       }
+    if (!o->json.empty()) write_json(o->json, j);
+    write_csv(o->csv, j["rows"]);
+    if (table_to_stdout(o->json, o->csv)) std::cout << table.str();
   });
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <sstream>
 
 #include "simulator/calibration_fit.hpp"
 #include "simulator/cli/commands.hpp"
@@ -26,6 +27,7 @@ struct Options {
   std::vector<std::string> iterations;
   std::string out;
   std::string name;
+  std::string json;
 };
 
 /// "SCENARIO=SECONDS": a scenario and the iteration time measured running it.
@@ -84,58 +86,99 @@ Calibration make_calibration(const Options& o, const ClusterSpec& cluster, const
 }
 
 void print_report(const ClusterSpec& cluster, const std::vector<NcclTestsFile>& files, const LinkFitResult& links,
-                  const IterationFitResult& gpus) {
-  std::cout << fmt::format("# clustersim calibrate: cluster {} ({})\n", cluster.name, cluster.file);
+                  const IterationFitResult& gpus, std::ostream& out) {
+  out << fmt::format("# clustersim calibrate: cluster {} ({})\n", cluster.name, cluster.file);
   if (!links.links.empty()) {
-    std::cout << fmt::format("# link efficiencies: simulated busbw (collective --algo auto) against rows at >= {:.0f}% of "
+    out << fmt::format("# link efficiencies: simulated busbw (collective --algo auto) against rows at >= {:.0f}% of "
                              "each file's peak busbw\n",
                              100 * kBandwidthBoundFraction);
-    std::cout << fmt::format("# {:<10} {:>8} {:>8} {:>5} {:>10}  {}\n", "link type", "cluster", "fitted", "rows", "rms error", "files");
+    out << fmt::format("# {:<10} {:>8} {:>8} {:>5} {:>10}  {}\n", "link type", "cluster", "fitted", "rows", "rms error", "files");
     for (const LinkFit& l : links.links)
-      std::cout << fmt::format("  {:<10} {:>8.4f} {:>8} {:>5} {:>9.2f}%  {}\n", l.link_type, l.cluster_efficiency,
+      out << fmt::format("  {:<10} {:>8.4f} {:>8} {:>5} {:>9.2f}%  {}\n", l.link_type, l.cluster_efficiency,
                                l.constrained ? fmt::format("{:.4f}", l.efficiency) : "kept", l.fitted_rows, 100 * l.rms_log_error, describe_files(l.files, files));
   }
   if (!gpus.gpus.empty()) {
-    std::cout << "# in-training efficiency: simulated iteration (run) against measured iteration times\n";
-    std::cout << fmt::format("# {:<14} {:>8} {:>8} {:>9} {:>10}\n", "GPU", "catalog", "fitted", "scenarios", "rms error");
+    out << "# in-training efficiency: simulated iteration (run) against measured iteration times\n";
+    out << fmt::format("# {:<14} {:>8} {:>8} {:>9} {:>10}\n", "GPU", "catalog", "fitted", "scenarios", "rms error");
     for (const GpuFit& g : gpus.gpus)
-      std::cout << fmt::format("  {:<14} {:>8} {:>8.4f} {:>9} {:>9.2f}%\n", g.gpu,
+      out << fmt::format("  {:<14} {:>8} {:>8.4f} {:>9} {:>9.2f}%\n", g.gpu,
                                g.catalog_fraction ? fmt::format("{:.4f}", *g.catalog_fraction) : "none", g.fraction,
                                g.scenarios.size(), 100 * g.rms_log_error);
   }
   for (const LinkFit& l : links.links)
     if (!l.constrained)
-      std::cout << fmt::format("note: {} kept at the cluster's {:.4f}: its files' bandwidth-bound rows hardly depend on it "
+      out << fmt::format("note: {} kept at the cluster's {:.4f}: its files' bandwidth-bound rows hardly depend on it "
                                "(another link is their bottleneck in the model), so they cannot calibrate it\n",
                                l.link_type, l.cluster_efficiency);
   for (const LinkFit& l : links.links)
     if (l.at_bound && l.constrained)
-      std::cout << fmt::format("note: {} fitted at the bound 1.0: the measurements exceed what its line rate allows in the "
+      out << fmt::format("note: {} fitted at the bound 1.0: the measurements exceed what its line rate allows in the "
                                "model; check the cluster's bandwidth for it\n", l.link_type);
   for (const GpuFit& g : gpus.gpus)
     if (g.at_bound)
-      std::cout << fmt::format("note: {} fitted at the bound 1.0: the measured iterations are faster than the model at "
+      out << fmt::format("note: {} fitted at the bound 1.0: the measured iterations are faster than the model at "
                                "benchmark speed\n", g.gpu);
 
   if (!links.residuals.empty()) {
-    std::cout << "\n# nccl-tests residuals (error = predicted / measured - 1; fitted: bandwidth-bound rows)\n";
+    out << "\n# nccl-tests residuals (error = predicted / measured - 1; fitted: bandwidth-bound rows)\n";
     std::size_t width = 9;
     for (const CalibrationResidual& r : links.residuals) width = std::max(width, r.source.size());
-    std::cout << fmt::format("# {:<{}} {:<14} {:>5} {:>12} {:>9} {:>9} {:>8} {}\n", "file:line", width, "op", "GPUs", "size (B)",
+    out << fmt::format("# {:<{}} {:<14} {:>5} {:>12} {:>9} {:>9} {:>8} {}\n", "file:line", width, "op", "GPUs", "size (B)",
                              "measured", "predicted", "error", "fitted");
     for (const CalibrationResidual& r : links.residuals)
-      std::cout << fmt::format("  {:<{}} {:<14} {:>5} {:>12} {:>9.2f} {:>9.2f} {:>8} {}\n", r.source, width, r.what, r.gpus,
+      out << fmt::format("  {:<{}} {:<14} {:>5} {:>12} {:>9.2f} {:>9.2f} {:>8} {}\n", r.source, width, r.what, r.gpus,
                                r.size_bytes, r.measured, r.predicted, percent(r.error()), r.fitted ? "yes" : "no");
   }
   if (!gpus.residuals.empty()) {
-    std::cout << "\n# iteration residuals (error = predicted / measured - 1)\n";
+    out << "\n# iteration residuals (error = predicted / measured - 1)\n";
     std::size_t width = 8;
     for (const CalibrationResidual& r : gpus.residuals) width = std::max(width, r.source.size());
-    std::cout << fmt::format("# {:<{}} {:>6} {:>12} {:>13} {:>8}\n", "scenario", width, "GPUs", "measured (s)", "predicted (s)", "error");
+    out << fmt::format("# {:<{}} {:>6} {:>12} {:>13} {:>8}\n", "scenario", width, "GPUs", "measured (s)", "predicted (s)", "error");
     for (const CalibrationResidual& r : gpus.residuals)
-      std::cout << fmt::format("  {:<{}} {:>6} {:>12.4f} {:>13.4f} {:>8}\n", r.source, width, r.gpus, r.measured, r.predicted,
+      out << fmt::format("  {:<{}} {:>6} {:>12.4f} {:>13.4f} {:>8}\n", r.source, width, r.gpus, r.measured, r.predicted,
                                percent(r.error()));
   }
+}
+
+nlohmann::ordered_json residuals_json(const std::vector<CalibrationResidual>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const CalibrationResidual& r : rows) {
+    const bool nccl = r.kind == CalibrationResidual::Kind::nccl_tests;
+    nlohmann::ordered_json j{{"source", r.source}, {"what", r.what}, {"gpus", r.gpus}};
+    if (nccl) j["size_bytes"] = r.size_bytes;
+    // nccl-tests rows compare bus bandwidths, iteration rows times: the unit is in the name.
+    j[nccl ? "measured_busbw_GBps" : "measured_iteration_s"] = r.measured;
+    j[nccl ? "busbw_GBps" : "iteration_s"] = r.predicted;
+    j["error"] = r.error();
+    if (nccl) j["fitted"] = r.fitted;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+nlohmann::ordered_json calibrate_json(const Options& o, const ClusterSpec& cluster, const std::vector<IterationMeasurement>& measured,
+                                      const LinkFitResult& links, const IterationFitResult& gpus) {
+  nlohmann::ordered_json iterations = nlohmann::ordered_json::array();
+  for (const IterationMeasurement& m : measured)
+    iterations.push_back({{"scenario_file", m.scenario.file}, {"measured_iteration_s", m.measured_s}});
+  nlohmann::ordered_json j = json_document("calibrate", {{"cluster", cluster.name},
+                                                         {"cluster_file", o.cluster},
+                                                         {"nccl_tests", o.nccl_tests},
+                                                         {"iterations", iterations},
+                                                         {"out", o.out.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.out)}});
+  j["links"] = nlohmann::ordered_json::array();
+  for (const LinkFit& l : links.links)
+    j["links"].push_back({{"link_type", l.link_type}, {"efficiency", l.efficiency}, {"cluster_efficiency", l.cluster_efficiency},
+                          {"constrained", l.constrained}, {"at_bound", l.at_bound}, {"fitted_rows", l.fitted_rows},
+                          {"rms_log_error", l.rms_log_error}, {"files", l.files}});
+  j["gpus"] = nlohmann::ordered_json::array();
+  for (const GpuFit& g : gpus.gpus)
+    j["gpus"].push_back({{"gpu", g.gpu}, {"efficiency", g.fraction},
+                         {"catalog_efficiency", g.catalog_fraction ? nlohmann::ordered_json(*g.catalog_fraction) : nlohmann::ordered_json()},
+                         {"at_bound", g.at_bound}, {"rms_log_error", g.rms_log_error}, {"scenario_files", g.scenarios}});
+  j["nccl_tests_residuals"] = residuals_json(links.residuals);
+  j["iteration_residuals"] = residuals_json(gpus.residuals);
+  return j;
 }
 
 }  // namespace
@@ -150,6 +193,7 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--iteration", o->iterations, "SCENARIO=SECONDS: a measured iteration time (repeatable)");
   cmd->add_option("--out,-o", o->out, "write the calibration file (YAML) here");
   cmd->add_option("--name", o->name, "the calibration's name (default: the --out file's stem)");
+  cmd->add_option("--json", o->json, "also write the fit and residuals as JSON (- or /dev/stdout: to stdout, without the text)");
   cmd->callback([o] {
     if (o->nccl_tests.empty() && o->iterations.empty())
       throw UserError("command line", 0, "nccl_tests",
@@ -166,17 +210,21 @@ void add_calibrate_command(CLI::App& app) {
     std::vector<IterationMeasurement> measured;
     for (const std::string& it : o->iterations) measured.push_back(read_iteration(it));
     if (!o->out.empty()) check_output_path(o->out, "--out");
+    if (!o->json.empty()) check_json_path(o->json);
 
     const LinkFitResult links = fit_link_efficiencies(cluster, files);
     const IterationFitResult gpu_fit = fit_in_training_efficiency(measured, links.links);
-    print_report(cluster, files, links, gpu_fit);
+    std::ostringstream text;
+    print_report(cluster, files, links, gpu_fit, text);
     if (!o->out.empty()) {
       const bool any = std::any_of(links.links.begin(), links.links.end(), [](const LinkFit& l) { return l.constrained; });
       if (!any && gpu_fit.gpus.empty())
         throw UserError(o->out, 0, "--out", "nothing to write: the measurements constrain no link type and no GPU (see the notes without --out)");
       write_file(o->out, calibration_yaml(make_calibration(*o, cluster, files, links, gpu_fit)), "--out");
-      std::cout << "\nwrote " << o->out << "\n";
+      text << "\nwrote " << o->out << "\n";
     }
+    if (!o->json.empty()) write_json(o->json, calibrate_json(*o, cluster, measured, links, gpu_fit));
+    if (table_to_stdout(o->json, "")) std::cout << text.str();
   });
 }
 

@@ -38,7 +38,7 @@ struct Options {
   std::string begin = "8", end = "8G";
   std::string factor = "2";
   std::string root = "0";
-  std::string json;
+  std::string json, csv;
   std::string nccl_tests;
   std::string report;
   std::string calibration;
@@ -195,9 +195,8 @@ void print_table(const Options& o, const Cluster& cluster, const SweepSpec& spec
 }
 
 nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const SweepSpec& spec, const std::vector<SweepRow>& rows) {
-  nlohmann::ordered_json j = json_header("collective");
   // The options as resolved: defaults filled in, sizes in bytes.
-  j["config"] = {{"cluster", cluster.spec.name},
+  nlohmann::ordered_json j = json_document("collective", {{"cluster", cluster.spec.name},
                  {"cluster_file", o.cluster},
                  {"gpus", spec.ranks.size()},
                  {"op", o.op},
@@ -210,7 +209,7 @@ nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const S
                  {"step_factor", parse_number(o.factor, "-f", 1, 1e6)},
                  {"root", spec.root},
                  {"solver", o.solver},
-                 {"calibration", o.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.calibration)}};
+                 {"calibration", o.calibration.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.calibration)}});
   j["cluster"] = cluster.spec.name;
   j["op"] = o.op;
   j["gpus"] = spec.ranks.size();
@@ -281,6 +280,7 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
   cmd->add_option("--root", o->root, "broadcast root rank (0)");
   cmd->add_option("--json", o->json, "also write the rows as JSON to this file (- or /dev/stdout: to stdout, without the table)");
+  cmd->add_option("--csv", o->csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate) whose link efficiencies replace the cluster's");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: bandwidth against size, link tiers");
   cmd->add_option("--nccl-tests", o->nccl_tests, "also write the rows as nccl-tests prints them (synthetic input for calibrate)");
@@ -295,12 +295,14 @@ void add_collective_command(CLI::App& app) {
     const Cluster cluster = build_cluster(cluster_spec);
     const SweepSpec spec = make_spec(*o, cluster);
     if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
     if (!o->nccl_tests.empty()) check_output_path(o->nccl_tests, "--nccl-tests");
     if (!o->report.empty()) check_output_path(o->report, "--report");
     const Router router(cluster);
     FabricEngine engine(cluster, solver);
     const std::vector<SweepRow> rows = run_sweep(engine, router, spec);
-    if (!json_to_stdout(o->json)) print_table(*o, cluster, spec, rows);
+    if (table_to_stdout(o->json, o->csv)) print_table(*o, cluster, spec, rows);
+    if (!o->csv.empty()) write_csv(o->csv, to_json(*o, cluster, spec, rows)["rows"]);
     if (!o->json.empty()) write_json(o->json, to_json(*o, cluster, spec, rows));
     if (!o->nccl_tests.empty())
       write_file(o->nccl_tests,

@@ -8,6 +8,8 @@
 
 #include <iostream>
 
+#include <spdlog/spdlog.h>
+
 #include "simulator/cli/commands.hpp"
 #include "simulator/timeline_svg.hpp"
 #include "simulator/training_run.hpp"
@@ -20,7 +22,7 @@ namespace {
 struct CompareOptions {
   std::string scenario;
   std::vector<std::string> schedules, overrides;
-  std::string json, svg, kernels, report;
+  std::string json, csv, svg, kernels, report, catalog;
   bool allow_oom = false;
   std::string fold = "assume", tp_collectives = "auto";
 };
@@ -56,9 +58,7 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
       bubble += st.time.bubble_s / r.iteration_s / static_cast<double>(r.stages.size());
       if (st.memory.activations > peak_activations) peak_activations = st.memory.activations, activation_stage = st.pipeline_rank;
       if (st.memory.total > peak_total) peak_total = st.memory.total, total_stage = st.pipeline_rank;
-      stages.push_back({{"stage", st.pipeline_rank}, {"activation_bytes", st.memory.activations},
-                        {"total_bytes", st.memory.total}, {"bubble_s", st.time.bubble_s},
-                        {"tp_exposed_s", st.time.tp_s}});
+      stages.push_back(stage_json(st));
     }
     row["feasible"] = true;
     row["virtual_stages"] = v;
@@ -145,7 +145,9 @@ void add_compare_command(CLI::App& app) {
       ->delimiter(',')
       ->required();
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.pp=16 (repeatable)");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--json", o->json, "write the rows as JSON (- or /dev/stdout: to stdout, without the table)");
+  cmd->add_option("--csv", o->csv, "write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: every schedule on one time scale");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
@@ -159,6 +161,7 @@ void add_compare_command(CLI::App& app) {
     parse_tp_placement(o->tp_collectives, parse_fold(o->fold));  // the options' errors before any row
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
+    if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     for (const std::string& name : o->schedules)
       if (!find_schedule(name))
         throw UserError("command line", 0, "--schedules",
@@ -169,19 +172,29 @@ void add_compare_command(CLI::App& app) {
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
     if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
     if (!o->report.empty()) check_output_path(o->report, "--report");
     std::vector<nlohmann::ordered_json> rows;
-    for (const std::string& name : o->schedules)
+    for (const std::string& name : o->schedules) {
+      spdlog::info("compare: schedule {} of {}: {}", rows.size() + 1, o->schedules.size(), name);
       rows.push_back(nlohmann::ordered_json::parse(
           run_in_child([&] { return simulate(*o, name, scenario_chunks, kernels ? &*kernels : nullptr).dump(); })));
-    if (!json_to_stdout(o->json)) print_rows(o->scenario, rows);
+    }
+    if (table_to_stdout(o->json, o->csv)) print_rows(o->scenario, rows);
+    if (!o->csv.empty()) {
+      nlohmann::ordered_json table = nlohmann::ordered_json::array();
+      for (auto r : rows) {
+        r.erase("report");  // an object of the HTML report's, not a column
+        table.push_back(std::move(r));
+      }
+      write_csv(o->csv, table);
+    }
     if (!o->svg.empty()) write_file(o->svg, svg_of(rows), "--svg");
     if (!o->report.empty()) write_file(o->report, report_of(scenario, rows), "--report");
     if (!o->json.empty()) {
       // The scenario as written (after --set); each row says the schedule and chunks it ran with.
-      nlohmann::ordered_json j = json_header("compare");
-      j["config"] = scenario_config_json(scenario);
+      nlohmann::ordered_json j = json_document("compare", scenario_config_json(scenario));
       j["config"]["schedules"] = o->schedules;
       j["config"]["allow_oom"] = o->allow_oom;
       j["config"]["fold"] = o->fold;

@@ -8,6 +8,8 @@
 #include <optional>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "simulator/cli/commands.hpp"
 #include "simulator/draw_summary.hpp"
 #include "simulator/trace_writer.hpp"
@@ -21,12 +23,12 @@ namespace {
 struct RunOptions {
   std::string scenario;
   std::vector<std::string> overrides;
-  std::string json, trace, trace_ranks, kernels, report;
+  std::string json, csv, trace, trace_ranks, kernels, report;
   bool allow_oom = false;
   std::string fold = "assume";
   std::string solver = "fluid";
   std::string tp_collectives = "auto";
-  std::string calibration;
+  std::string calibration, catalog;
   int repeat = 1;
   bool fold_given = false;
 };
@@ -148,8 +150,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
 }
 
 nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, const RunOptions& o) {
-  nlohmann::ordered_json j = json_header("run");
-  j["config"] = scenario_config_json(s);
+  nlohmann::ordered_json j = json_document("run", scenario_config_json(s));
   j["config"]["fold"] = o.fold;
   j["config"]["repeat"] = o.repeat;
   j["config"]["solver"] = o.solver;
@@ -180,30 +181,7 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
     j["calibration"] = c;
   }
   j["stages"] = nlohmann::ordered_json::array();
-  for (const StageReport& st : r.stages) {
-    const RankBreakdown& b = st.time;
-    j["stages"].push_back({{"stage", st.pipeline_rank},
-                           {"gpu", st.gpu},
-                           {"memory_bytes",
-                            {{"weights", st.memory.weights},
-                             {"gradients", st.memory.gradients},
-                             {"optimizer", st.memory.optimizer},
-                             {"activations", st.memory.activations},
-                             {"recompute_workspace", st.memory.recompute_workspace},
-                             {"total", st.memory.total}}},
-                           {"time_s",
-                            {{"compute", b.compute_s},
-                             {"recompute", b.recompute_s},
-                             {"tp_exposed", b.tp_s},
-                             {"cp_exposed", b.cp_s},
-                             {"ep_exposed", b.ep_s},
-                             {"expert_imbalance", b.imbalance_s},
-                             {"pp_exposed", b.pp_exposed_s},
-                             {"dp_exposed", b.dp_exposed_s},
-                             {"optimizer", b.optimizer_s},
-                             {"bubble", b.bubble_s},
-                             {"other_idle", b.other_idle_s}}}});
-  }
+  for (const StageReport& st : r.stages) j["stages"].push_back(stage_json(st));
   return j;
 }
 
@@ -224,6 +202,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("scenario", o->scenario, "scenario YAML")->required();
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.tp=4 (repeatable)");
   cmd->add_option("--json", o->json, "write the report as JSON (- or /dev/stdout: to stdout, without the text report)");
+  cmd->add_option("--csv", o->csv, "write the per-stage breakdown as CSV, JSON's field names (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace, written as it is produced (gzip when FILE ends .json.gz)");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: timeline, breakdown, memory, link tiers");
   CLI::Option* trace_ranks = cmd->add_option("--trace-ranks", o->trace_ranks,
@@ -241,6 +220,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--tp-collectives", o->tp_collectives,
                   "with --fold exact, none or all: auto (alone where provably exact, else in place among the other "
                   "traffic; the default), alone, in-place");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate): as the scenario's calibration field, relative to here");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
   cmd->callback([o, fold_option, trace_ranks] {
@@ -255,6 +235,7 @@ void add_run_command(CLI::App& app) {
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
     std::vector<std::string> overrides = o->overrides;
+    if (!o->catalog.empty()) overrides.push_back(catalog_override(o->catalog));
     if (!o->calibration.empty()) {
       check_input_path(o->calibration, "--calibration");
       named_by("--calibration", o->calibration, [&] { return load_calibration(o->calibration, "--calibration"); });
@@ -262,7 +243,11 @@ void add_run_command(CLI::App& app) {
       const std::filesystem::path from = std::filesystem::absolute(o->scenario).parent_path();
       overrides.push_back("calibration=" + std::filesystem::absolute(o->calibration).lexically_proximate(from).string());
     }
+    for (const std::string& set : overrides) spdlog::debug("--set {}", set);
     const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, overrides); });
+    spdlog::info("scenario {} ({}): {} GPUs as tp {} x cp {} x pp {} x dp {} (ep {}), model {}, cluster {} ({}), GPU {} from {}",
+                 s.name, s.file, s.gpus(), s.layout.tp, s.layout.cp, s.layout.pp, s.layout.dp, s.ep, s.model.name,
+                 s.cluster.name, s.cluster_file, s.gpu.name, s.catalog_file);
     const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, s.gpus()) : GpuSelection{};
     if (fold_under(s.variability, fold) != fold) {
       if (o->fold_given)
@@ -281,6 +266,7 @@ void add_run_command(CLI::App& app) {
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
     // Every input is read and checked; the outputs are checked before the (long) simulation.
     if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
     if (!o->report.empty()) check_output_path(o->report, "--report");
     std::optional<TraceWriter> trace;
@@ -308,8 +294,9 @@ void add_run_command(CLI::App& app) {
                       {"min_s", draws->min_s}, {"max_s", draws->max_s}};
       write_json(o->json, j);
     }
+    if (!o->csv.empty()) write_csv(o->csv, report_json(s, r, *o)["stages"]);
     if (!o->report.empty()) write_file(o->report, run_report_html(s, r), "--report");
-    if (!json_to_stdout(o->json)) {
+    if (table_to_stdout(o->json, o->csv)) {
       print_report(s, r);
       if (draws)
         std::cout << fmt::format("\n# iteration time over {} draws (seeds {} to {}; the report above is the first)\n"

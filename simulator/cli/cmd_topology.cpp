@@ -60,8 +60,7 @@ void print_report(const Cluster& c, const TopologyReport& r, const std::vector<T
 
 nlohmann::ordered_json to_json(const Cluster& c, const std::string& file, const TopologyReport& r,
                                const std::vector<TierOversubscription>& tiers) {
-  nlohmann::ordered_json j = json_header("topology");
-  j["config"] = {{"cluster", c.spec.name}, {"cluster_file", file}};
+  nlohmann::ordered_json j = json_document("topology", {{"cluster", c.spec.name}, {"cluster_file", file}});
   j["cluster"] = c.spec.name;
   j["fabric"] = c.spec.fabric.type;
   j["gpus"] = r.gpus;
@@ -91,7 +90,7 @@ nlohmann::ordered_json to_json(const Cluster& c, const std::string& file, const 
 void add_topology_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("topology", "print a cluster's counts and bisection bandwidth");
-  cmd->add_option("cluster", o->cluster, "cluster YAML file")->required();
+  cmd->add_option("cluster,--cluster", o->cluster, "cluster YAML file (positional, or --cluster as the other commands take it)")->required();
   cmd->add_option("--dot", o->dot, "also write the graph as Graphviz DOT to this file (styled, parallel links as one edge)");
   CLI::Option* level_option = cmd->add_option("--level", o->level,
                   "draw --dot with one box per node, per leaf group (scalable unit) or per spine group (pod): node, leaf, spine "
@@ -113,7 +112,7 @@ void add_topology_command(CLI::App& app) {
     const Cluster cluster = build_cluster(spec);
     const TopologyReport report = report_topology(cluster);
     const std::vector<TierOversubscription> tiers = tier_oversubscription(cluster);
-    if (!json_to_stdout(o->json)) print_report(cluster, report, tiers);
+    if (table_to_stdout(o->json, "")) print_report(cluster, report, tiers);
     if (!o->dot.empty()) write_file(o->dot, cluster_dot(cluster, level), "--dot");
     if (!o->graphml.empty()) write_file(o->graphml, cluster_graphml(cluster), "--graphml");
     if (!o->json.empty()) write_json(o->json, to_json(cluster, o->cluster, report, tiers));

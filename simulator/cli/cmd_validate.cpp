@@ -10,6 +10,8 @@
 #include <limits>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "simulator/cli/commands.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/input_file.hpp"
@@ -110,20 +112,46 @@ double slope_per_doubling(const SetErrors& s) {
   return sxx > 1e-12 ? sxy / sxx : std::numeric_limits<double>::quiet_NaN();
 }
 
-std::string set_summary(const std::string& name, const SetErrors& s) {
-  double sum = 0, worst = 0, lo = 1e300, hi = 0;
-  for (std::size_t i = 0; i < s.error_pct.size(); ++i) {
+/// One set's figures, as the text summary line and the --json "sets" entry give them.
+struct SetStats {
+  std::size_t rows = 0;
+  double lo_gpus = 0, hi_gpus = 0, mean_abs_pct = 0, max_abs_pct = 0, slope = 0;
+};
+
+SetStats set_stats(const SetErrors& s) {
+  SetStats out;
+  out.rows = s.error_pct.size();
+  if (out.rows == 0) return out;
+  double sum = 0, lo = 1e300, hi = 0;
+  for (std::size_t i = 0; i < out.rows; ++i) {
     sum += std::abs(s.error_pct[i]);
-    worst = std::max(worst, std::abs(s.error_pct[i]));
+    out.max_abs_pct = std::max(out.max_abs_pct, std::abs(s.error_pct[i]));
     lo = std::min(lo, std::exp2(s.log2_gpus[i]));
     hi = std::max(hi, std::exp2(s.log2_gpus[i]));
   }
-  const std::size_t n = s.error_pct.size();
-  if (n == 0) return fmt::format("# set {}: no row fits in memory\n", name);
-  const double slope = slope_per_doubling(s);
+  out.lo_gpus = lo, out.hi_gpus = hi, out.mean_abs_pct = sum / static_cast<double>(out.rows);
+  out.slope = slope_per_doubling(s);
+  return out;
+}
+
+std::string set_summary(const std::string& name, const SetErrors& s) {
+  const SetStats t = set_stats(s);
+  if (t.rows == 0) return fmt::format("# set {}: no row fits in memory\n", name);
   return fmt::format("# set {}: {} rows, {:.0f} to {:.0f} GPUs, mean |error| {:.1f}%, max |error| {:.1f}%, error trend {}\n",
-                     name, n, lo, hi, sum / static_cast<double>(n), worst,
-                     std::isnan(slope) ? std::string("- (one GPU count)") : fmt::format("{:+.2f} points per doubling of GPUs", slope));
+                     name, t.rows, t.lo_gpus, t.hi_gpus, t.mean_abs_pct, t.max_abs_pct,
+                     std::isnan(t.slope) ? std::string("- (one GPU count)") : fmt::format("{:+.2f} points per doubling of GPUs", t.slope));
+}
+
+/// A number, or null where it is NaN (no prediction; one GPU count).
+nlohmann::ordered_json number_or_null(double x) { return std::isnan(x) ? nlohmann::ordered_json() : nlohmann::ordered_json(x); }
+
+nlohmann::ordered_json set_json(const std::string& name, const SetErrors& s) {
+  const SetStats t = set_stats(s);
+  nlohmann::ordered_json j{{"set", name}, {"rows_predicted", t.rows}};
+  j["mean_abs_error_pct"] = t.rows ? nlohmann::ordered_json(t.mean_abs_pct) : nlohmann::ordered_json();
+  j["max_abs_error_pct"] = t.rows ? nlohmann::ordered_json(t.max_abs_pct) : nlohmann::ordered_json();
+  j["error_trend_pct_per_doubling"] = t.rows ? number_or_null(t.slope) : nlohmann::ordered_json();
+  return j;
 }
 
 }  // namespace
@@ -138,7 +166,11 @@ void add_validate_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--set", *sets, "validation sets to run, by name (default: all)")->delimiter(',');
   cmd->add_option("--only", *only, "row names to run (default: all)")->delimiter(',');
-  cmd->callback([files, only, sets] {
+  auto json = std::make_shared<std::string>();
+  cmd->add_option("--json", *json, "also write the rows and sets as JSON (- or /dev/stdout: to stdout, without the table)");
+  auto csv = std::make_shared<std::string>();
+  cmd->add_option("--csv", *csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
+  cmd->callback([files, only, sets, json, csv] {
     const std::vector<std::string> paths = files->empty() ? default_rows_files() : *files;
     std::vector<Row> rows;
     std::vector<std::string> known_sets;
@@ -163,34 +195,62 @@ void add_validate_command(CLI::App& app) {
         throw UserError("command line", 0, "--only", "expected row names listed in " + listed);
       }
     }
-    std::cout << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "row", "GPUs", "published", "predicted", "error");
-    std::cout << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "", "", "(s)", "(s)", "(%)");
+    if (!json->empty()) check_json_path(*json);
+    check_csv_path(*csv, *json);
+    // With --json - the table is left out, so stdout is the one document.
+    std::ostringstream table;
+    table << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "row", "GPUs", "published", "predicted", "error");
+    table << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "", "", "(s)", "(s)", "(%)");
+    nlohmann::ordered_json row_json = nlohmann::ordered_json::array(), set_list = nlohmann::ordered_json::array();
     double sum = 0, worst = 0;
     int counted = 0;
     std::vector<std::pair<std::string, SetErrors>> per_set;
     for (const Row& r : rows) {
+      spdlog::info("validate: row {} of {}: {} ({})", &r - rows.data() + 1, rows.size(), r.name, r.scenario);
       const int gpus = load_scenario(r.scenario).gpus();  // a file error here is reported before simulating
       if (per_set.empty() || per_set.back().first != r.set) {
-        if (!per_set.empty()) std::cout << set_summary(per_set.back().first, per_set.back().second);
+        if (!per_set.empty()) {
+          table << set_summary(per_set.back().first, per_set.back().second);
+          set_list.push_back(set_json(per_set.back().first, per_set.back().second));
+        }
         per_set.push_back({r.set, {}});
       }
       const double predicted = predict(r);
+      const double error = 100 * (predicted - r.published_s) / r.published_s;  // NaN when it does not fit
+      row_json.push_back({{"set", r.set}, {"name", r.name}, {"scenario", r.scenario}, {"gpus", gpus},
+                          {"published_iteration_s", r.published_s}, {"iteration_s", number_or_null(predicted)},
+                          {"error_pct", number_or_null(error)}, {"fits_in_memory", !std::isnan(predicted)},
+                          {"source", r.source}});
       if (std::isnan(predicted)) {
-        std::cout << fmt::format("  {:<36} {:>6} {:>10.3f} {:>10} {:>8}  does not fit in memory\n", r.name, gpus,
-                                 r.published_s, "-", "-");
+        table << fmt::format("  {:<36} {:>6} {:>10.3f} {:>10} {:>8}  does not fit in memory\n", r.name, gpus,
+                             r.published_s, "-", "-");
         continue;
       }
-      const double error = 100 * (predicted - r.published_s) / r.published_s;
-      std::cout << fmt::format("  {:<36} {:>6} {:>10.3f} {:>10.3f} {:>+8.1f}\n", r.name, gpus, r.published_s, predicted, error);
+      table << fmt::format("  {:<36} {:>6} {:>10.3f} {:>10.3f} {:>+8.1f}\n", r.name, gpus, r.published_s, predicted, error);
       per_set.back().second.log2_gpus.push_back(std::log2(static_cast<double>(gpus)));
       per_set.back().second.error_pct.push_back(error);
       sum += std::abs(error);
       worst = std::max(worst, std::abs(error));
       ++counted;
     }
-    if (!per_set.empty()) std::cout << set_summary(per_set.back().first, per_set.back().second);
-    std::cout << fmt::format("# mean |error| {:.1f}%, max |error| {:.1f}% over {} rows\n", counted ? sum / counted : 0.0,
-                             worst, counted);
+    if (!per_set.empty()) {
+      table << set_summary(per_set.back().first, per_set.back().second);
+      set_list.push_back(set_json(per_set.back().first, per_set.back().second));
+    }
+    table << fmt::format("# mean |error| {:.1f}%, max |error| {:.1f}% over {} rows\n", counted ? sum / counted : 0.0,
+                         worst, counted);
+    write_csv(*csv, row_json);
+    if (!json->empty()) {
+      nlohmann::ordered_json j = json_document(
+          "validate", {{"rows_files", paths}, {"sets", *sets}, {"only", *only}});
+      j["rows"] = std::move(row_json);
+      j["sets"] = std::move(set_list);
+      j["rows_predicted"] = counted;
+      j["mean_abs_error_pct"] = counted ? nlohmann::ordered_json(sum / counted) : nlohmann::ordered_json();
+      j["max_abs_error_pct"] = counted ? nlohmann::ordered_json(worst) : nlohmann::ordered_json();
+      write_json(*json, j);
+    }
+    if (table_to_stdout(*json, *csv)) std::cout << table.str();
   });
 }
 

@@ -44,6 +44,10 @@ std::string run_in_child(const std::function<std::string()>& work);
 /// path unchanged, for the caller's error to name.
 std::string shipped_file(const std::string& relative);
 
+/// `--catalog FILE` as the scenario override that carries it ("catalog=<absolute path>"), after
+/// checking the file can be read (an error names --catalog).
+std::string catalog_override(const std::string& path);
+
 /// Writes text to a file or throws UserError naming the option.
 void write_file(const std::string& path, const std::string& text, const std::string& option);
 
@@ -67,11 +71,36 @@ void check_output_path(const std::string& path, const std::string& option);
 // --json documents (json_output.cpp). Every one starts with the same header so a script can check
 // what it reads before reading it; the README lists the fields.
 /// Bumped when a field of any --json document is renamed, removed or changes meaning (adding one is not).
-inline constexpr int kJsonSchemaVersion = 1;
+/// 2: compare's per-stage fields take run's names (memory_bytes.total, time_s.bubble, ...).
+inline constexpr int kJsonSchemaVersion = 2;
 /// {"schema_version", "clustersim_version", "command"}: the first fields of every document.
 nlohmann::ordered_json json_header(const std::string& command);
+/// The envelope every --json document starts with: json_header(command) and then "config", what was
+/// run as resolved (a scenario's: scenario_config_json). A new command adopts it in one line:
+///   nlohmann::ordered_json j = json_document("search", scenario_config_json(s));
+nlohmann::ordered_json json_document(const std::string& command, nlohmann::ordered_json config);
 /// The scenario as resolved (after --set): what was simulated, for the reader to check.
 nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s);
+/// --csv (csv_output.cpp): `rows`, an array of JSON objects (a --json document's rows), as CSV: one
+/// column per field, nested ones named with dots (time_s.bubble), arrays left out, null empty.
+std::string csv_of(const nlohmann::ordered_json& rows);
+/// --csv's path checked before simulating (as --json's): "-" or /dev/stdout, unless --json is
+/// already there, or a file that can be written.
+void check_csv_path(const std::string& csv, const std::string& json);
+/// Writes the rows as CSV to the file, or to stdout; nothing when `path` is empty.
+void write_csv(const std::string& path, const nlohmann::ordered_json& rows);
+/// Whether the text table goes to stdout: not when --json or --csv writes there, nor under -q.
+bool table_to_stdout(const std::string& json, const std::string& csv);
+
+/// -q, --quiet and -v, --verbose (any command; main.cpp). Quiet leaves the text report out of
+/// stdout (files, --json and --csv are still written; errors still print). Verbose: -v logs what
+/// was read and simulated and each step of validate, compare and bench to stderr through spdlog,
+/// -vv adds debug lines.
+void set_output_level(int verbose, bool quiet);
+bool quiet();
+/// One pipeline stage of a run: "stage", "gpu", "memory_bytes" {weights, ..., total} and "time_s"
+/// {compute, ..., other_idle}, the text report's breakdown. run and compare both write it.
+nlohmann::ordered_json stage_json(const StageReport& stage);
 /// --json - or --json /dev/stdout: the document goes to stdout and the text report is left out, so
 /// stdout is one JSON document a script can parse.
 bool json_to_stdout(const std::string& path);

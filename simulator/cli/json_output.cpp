@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/training_run.hpp"
 #include "workloads/memory_model.hpp"
 
 namespace clustersim::cli {
@@ -14,6 +15,12 @@ nlohmann::ordered_json json_header(const std::string& command) {
   return j;
 }
 
+nlohmann::ordered_json json_document(const std::string& command, nlohmann::ordered_json config) {
+  nlohmann::ordered_json j = json_header(command);
+  j["config"] = std::move(config);
+  return j;
+}
+
 nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
   const ParallelLayout& l = s.layout;
   nlohmann::ordered_json c;
@@ -22,7 +29,9 @@ nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
   c["model"] = s.model.name;
   c["cluster"] = s.cluster.name;
   c["cluster_file"] = s.cluster_file;
+  c["cluster_overrides"] = s.cluster_overrides;
   c["gpu"] = s.gpu.name;
+  c["catalog"] = s.catalog_file;
   c["gpus"] = s.gpus();
   c["tp"] = l.tp;
   c["pp"] = l.pp;
@@ -41,6 +50,31 @@ nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
   c["collectives_algorithm"] = s.nccl_tuner ? "nccl" : "best";
   c["calibration"] = s.calibration ? nlohmann::ordered_json(s.calibration->file) : nlohmann::ordered_json();
   return c;
+}
+
+nlohmann::ordered_json stage_json(const StageReport& st) {
+  const RankBreakdown& b = st.time;
+  return {{"stage", st.pipeline_rank},
+          {"gpu", st.gpu},
+          {"memory_bytes",
+           {{"weights", st.memory.weights},
+            {"gradients", st.memory.gradients},
+            {"optimizer", st.memory.optimizer},
+            {"activations", st.memory.activations},
+            {"recompute_workspace", st.memory.recompute_workspace},
+            {"total", st.memory.total}}},
+          {"time_s",
+           {{"compute", b.compute_s},
+            {"recompute", b.recompute_s},
+            {"tp_exposed", b.tp_s},
+            {"cp_exposed", b.cp_s},
+            {"ep_exposed", b.ep_s},
+            {"expert_imbalance", b.imbalance_s},
+            {"pp_exposed", b.pp_exposed_s},
+            {"dp_exposed", b.dp_exposed_s},
+            {"optimizer", b.optimizer_s},
+            {"bubble", b.bubble_s},
+            {"other_idle", b.other_idle_s}}}};
 }
 
 bool json_to_stdout(const std::string& path) { return path == "-" || path == "/dev/stdout"; }

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <new>
 #include <sstream>
+#include <string>
 
 #include "simulator/cli/commands.hpp"
 #include "topologies/user_error.hpp"
@@ -15,6 +16,26 @@ int run(int argc, char** argv) {
   CLI::App app{"clustersim: a discrete-event simulator of GPU clusters training large models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("clustersim ") + clustersim::cli::kVersion);
+  // -q and -v anywhere on the line (before or after the command: fallthrough). They are read from
+  // argv before parsing too, so the command's callback already logs at the asked level.
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose, "log what is read and simulated to stderr (-vv: debug lines too)");
+  app.add_flag("-q,--quiet", quiet, "leave the text report out of stdout (files, --json and --csv are still written)");
+  app.fallthrough();
+  int verbose_seen = 0;
+  bool quiet_seen = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--verbose") ++verbose_seen;
+    else if (a == "--quiet") quiet_seen = true;
+    else if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find_first_not_of("vq", 1) == std::string::npos)
+      for (char c : a.substr(1)) {
+        if (c == 'v') ++verbose_seen;
+        else quiet_seen = true;
+      }
+  }
+  clustersim::cli::set_output_level(verbose_seen, quiet_seen);
   clustersim::cli::add_run_command(app);
   clustersim::cli::add_validate_command(app);
   clustersim::cli::add_compare_command(app);

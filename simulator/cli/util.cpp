@@ -199,4 +199,10 @@ TpPlacement parse_tp_placement(const std::string& text, FoldMode fold) {
   throw UserError("command line", 0, "--tp-collectives", "expected auto, alone or in-place, got '" + text + "'");
 }
 
+std::string catalog_override(const std::string& path) {
+  check_input_path(path, "--catalog");
+  // Absolute, since the scenario reads its paths relative to its own folder.
+  return "catalog=" + std::filesystem::absolute(path).lexically_normal().string();
+}
+
 }  // namespace clustersim::cli
