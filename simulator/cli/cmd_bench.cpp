@@ -46,6 +46,8 @@ struct BenchOptions {
   std::string fold = "assume";
   bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
   bool fabric_only = false;  // build and route the cluster, no simulation (bench_fabric.hpp)
+  std::string goodput;       // a scenario: time its goodput Monte-Carlo (cmd_goodput.cpp)
+  std::string trials = "1000";
 };
 
 struct Measurement {
@@ -183,7 +185,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--scenarios", o->scenarios, "time one training iteration of each scenario instead")->delimiter(',');
   cmd->add_option("--fold", o->fold, "with --scenarios: how replicas fold, as in run (assume)");
   cmd->add_flag("--fabric-only", o->fabric_only, "time building and routing the --cluster instead of a collective");
+  cmd->add_option("--goodput", o->goodput, "time the goodput Monte-Carlo of this scenario over 54 days instead");
+  cmd->add_option("--trials", o->trials, "with --goodput: Monte-Carlo trials (1000)");
   cmd->callback([o] {
+    if (!o->goodput.empty())
+      return bench_goodput(o->goodput, parse_integer(o->trials, "--trials", 1, 10'000'000), parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
     if (o->cluster == kDefaultCluster) o->cluster = shipped_file(kDefaultCluster);  // from any directory
     if (o->fabric_only) return bench_fabric(o->cluster);

@@ -19,6 +19,7 @@ int run(int argc, char** argv) {
   clustersim::cli::add_validate_command(app);
   clustersim::cli::add_compare_command(app);
   clustersim::cli::add_calibrate_command(app);
+  clustersim::cli::add_goodput_command(app);
   clustersim::cli::add_collective_command(app);
   clustersim::cli::add_topology_command(app);
   clustersim::cli::add_list_command(app);
