@@ -88,6 +88,7 @@ const std::set<std::string> kIntegerKeys = {
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "zero_stage", "stage_layers"};
 /// Fields where 0 (so also 1e-300) is a valid value.
 const std::set<std::string> kZeroAllowed = {"latency_us", "half_seq_len", "dense_layers", "shared_experts", "seed", "stddev",
+                                            "detection_s", "relaunch_s",
                                             "zero_stage", "stage_layers"};
 
 /// One shipped input and how to run the binary on an edited copy of it.

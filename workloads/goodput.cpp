@@ -1,5 +1,6 @@
 #include "workloads/goodput.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace clustersim {
@@ -83,8 +84,11 @@ GoodputBreakdown monte_carlo_goodput(const MonteCarloInputs& in) {
           t = end;
           continue;
         }
-        if (next_failure >= H) {  // the horizon cuts the segment short
-          sum.lost_s += H - t;
+        if (next_failure >= H) {
+          // The horizon cuts the segment short, not a failure: its time is work in progress
+          // (counted as lost, it would bias lost work by a segment a trial when failures are few).
+          sum.training_s += std::min(train, H - t);
+          sum.checkpointing_s += std::max(0.0, H - t - train);
           break;
         }
         sum.lost_s += next_failure - t;

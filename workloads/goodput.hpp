@@ -51,8 +51,9 @@ Seconds daly_interval_s(double failure_rate_per_s, Seconds checkpoint_write_s);
 /// of the job, from its start and after each restart, takes one step time from `step_times_s`
 /// uniformly (a relaunched job lands on other machines, so other GPU speeds: the `run --repeat`
 /// draws), and checkpoints every `steps_per_checkpoint` steps. Nothing is simulated again: the step
-/// times are the ones simulated once. Returns the mean over trials of each figure. The time of a
-/// segment the horizon cuts short is counted as lost.
+/// times are the ones simulated once. Returns the mean over trials of each figure. A segment the
+/// horizon cuts short counts as training (and checkpointing): work in progress, which no failure
+/// discarded.
 struct MonteCarloInputs {
   double failure_rate_per_s = 0;
   long steps_per_checkpoint = 1;
