@@ -260,9 +260,9 @@ void bench_goodput(const std::string& scenario, long trials, long repeat) {
   }
   std::cout << fmt::format("# clustersim bench --goodput: {} ({} GPUs), 54 days, {} trials, median of {} runs\n", s.name,
                            s.gpus(), trials, repeat);
-  std::cout << fmt::format("# {:>14} {:>12} {:>12} {:>10} {:>14} {:>10}\n", "simulate+setup(s)", "monte-carlo(s)", "cpu(s)",
+  std::cout << fmt::format("# {:>17} {:>14} {:>12} {:>10} {:>14} {:>10}\n", "simulate+setup(s)", "monte-carlo(s)", "cpu(s)",
                            "step(s)", "interruptions", "goodput");
-  std::cout << fmt::format("  {:>17.3f} {:>12.4f} {:>12.4f} {:>10.3f} {:>14.1f} {:>9.2f}%\n", setup_s, nearest_rank(wall, 50),
+  std::cout << fmt::format("  {:>17.3f} {:>14.4f} {:>12.4f} {:>10.3f} {:>14.1f} {:>9.2f}%\n", setup_s, nearest_rank(wall, 50),
                            nearest_rank(cpu, 50), g.step_mean_s, drawn.interruptions, 100 * drawn.goodput_fraction());
 }
 
