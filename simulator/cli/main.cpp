@@ -19,11 +19,11 @@ int run(int argc, char** argv) {
   clustersim::cli::add_validate_command(app);
   clustersim::cli::add_compare_command(app);
   clustersim::cli::add_calibrate_command(app);
-  clustersim::cli::add_goodput_command(app);
   clustersim::cli::add_collective_command(app);
   clustersim::cli::add_topology_command(app);
   clustersim::cli::add_list_command(app);
   clustersim::cli::add_bench_command(app);
+  clustersim::cli::add_goodput_command(app);
   // A command's report is held until it has finished, so an error (an output file that cannot be
   // written, a bad row) leaves stdout empty rather than half a report above the error line.
   std::ostringstream held;
