@@ -71,6 +71,9 @@ TEST_CASE("the job's failure rate is the sum over component kinds of count / MTB
   CHECK(c.of(Component::nic) == 4 * s.cluster.node.nics);
   CHECK(c.of(Component::fabric_switch) == t.switch_count());  // the job spans the whole 4-node fabric
   CHECK(c.of(Component::software) == 1);
+  // Links: every link but the nodes' own (NVLink and PCIe).
+  const int node_links = t.links_per_type.at(s.cluster.node.scale_up_link.type) + t.links_per_type.at(s.cluster.node.pcie_link.type);
+  CHECK(c.of(Component::link) == t.links - node_links);
   const double per_hour = 32 / 1000.0 + 4 / 500.0 + 4.0 * s.cluster.node.nics / 20000 + t.switch_count() / 4000.0 + 1 / 100.0;
   CHECK(failure_rate_per_s(s.reliability, c) * 3600 == Approx(per_hour).epsilon(1e-12));
   // Half the cluster's nodes: half its switches and links are charged to the job.
