@@ -7,8 +7,8 @@ namespace clustersim {
 
 namespace {
 
-// Ranges wide enough for any published figure and narrow enough that no rate overflows: one hour
-// (a component failing every hour is broken, not unreliable) to ten million years.
+// Ranges wide enough for any published figure and narrow enough that no rate overflows: 36 s (a
+// per-job software rate can be high; a part failing faster is broken, not unreliable) to 1e11 h.
 constexpr double kMinMtbf_h = 1e-2, kMaxMtbf_h = 1e11;
 constexpr double kMaxDuration_s = 1e7;  // about 116 days: longer than any detection, relaunch or interval
 constexpr double kMinInterval_s = 1e-3;

@@ -220,8 +220,8 @@ void add_goodput_command(CLI::App& app) {
                                days, c.source);
     }
     std::cout << fmt::format("{:<22}{:>12}   (one interruption every {})\n", "job MTBF", duration(1 / lambda), duration(1 / lambda));
-    std::cout << fmt::format("{:<22}{:>12}   ({:.3g} TB of weights and optimizer state at {:.0f} GB/s; load {} at {:.0f} GB/s)\n",
-                             "checkpoint write", duration(g.checkpoint.write_s), g.checkpoint.bytes / 1e12,
+    std::cout << fmt::format("{:<22}{:>12}   ({:.4g} GB of weights and optimizer state at {:.0f} GB/s; load {} at {:.0f} GB/s)\n",
+                             "checkpoint write", duration(g.checkpoint.write_s), g.checkpoint.bytes / 1e9,
                              g.checkpoint.write_Bps / 1e9, duration(g.checkpoint.load_s), g.checkpoint.read_Bps / 1e9);
     std::cout << fmt::format("{:<22}{:>12}   (detection {} + relaunch {} + checkpoint load {})\n", "restart",
                              duration(g.inputs.restart_s), duration(s.reliability.detection_s),
