@@ -107,3 +107,14 @@ TEST_CASE("the Monte-Carlo draws a step time per run from the given ones, and a 
   CHECK(test::relative_error(got.goodput_fraction(), want.goodput_fraction()) < 0.02);
   CHECK(test::relative_error(got.lost_s, want.lost_s) < 0.02);
 }
+
+TEST_CASE("when failures come far faster than a segment completes, the job only loses work and restarts") {
+  // One failure a second, hour-long segments: e^(lambda L) = e^3600 overflows a double; the limits
+  // are lost e^(-lambda R) and restarting 1 - e^(-lambda R) of the horizon, nothing trained.
+  const GoodputInputs in{1.0, 3600, 0, 0.5, 86400};
+  const GoodputBreakdown b = expected_goodput(in);
+  CHECK(b.training_s == 0);
+  CHECK(b.lost_s == Approx(86400 * std::exp(-0.5)).epsilon(1e-12));
+  CHECK(b.restarting_s == Approx(86400 * (1 - std::exp(-0.5))).epsilon(1e-12));
+  CHECK(b.interruptions == Approx(86400));
+}

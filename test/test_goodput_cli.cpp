@@ -174,4 +174,10 @@ TEST_CASE("goodput bad input: days of 0 or less, trials out of range, a seed wit
                   "expected an integer from 1 to 10000000");
   require_error("goodput " + path + " --days 1 --iteration-s 1 --seed 4", "command line: --seed: ", "expected --trials as well");
   require_error("goodput " + path + " --days 1 --iteration-s 0", "command line: --iteration-s: ", "expected a number");
+  {
+    auto [tiny, line] = edited("interval_s: 1800\n", "interval_s: 0.001\n");
+    (void)line;
+    require_error("goodput " + tiny + " --days 3650 --iteration-s 0.001 --trials 10", "command line: --trials: ",
+                  "checkpoints and interruptions a trial (over 3650 days) within 2e+09: at most 0 trials");
+  }
 }

@@ -36,20 +36,24 @@ double GoodputBreakdown::goodput_fraction() const {
 }
 
 GoodputBreakdown expected_goodput(const GoodputInputs& in) {
-  const double lambda = in.failure_rate_per_s;
+  const double lambda = in.failure_rate_per_s, H = in.horizon_s;
   const double L = in.interval_s + in.checkpoint_write_s, R = in.restart_s;
   GoodputBreakdown out;
-  out.interruptions = lambda * in.horizon_s;
-  // Per segment, in units of wall time; lambda = 0 leaves the segment alone.
-  const double failed_runs = std::expm1(lambda * L);  // expected failed attempts per segment
-  const double lost = L * lost_share(lambda * L);
-  const double restarting = lambda > 0 ? failed_runs * std::expm1(lambda * R) / lambda : 0;
-  const double segment = L + lost + restarting;  // = e^(lambda R)(e^(lambda L) - 1)/lambda
-  const double segments = in.horizon_s / segment;
-  out.training_s = in.interval_s * segments;
-  out.checkpointing_s = in.checkpoint_write_s * segments;
-  out.lost_s = lost * segments;
-  out.restarting_s = restarting * segments;
+  out.interruptions = lambda * H;
+  if (lambda == 0) {
+    out.training_s = H * in.interval_s / L;
+    out.checkpointing_s = H * in.checkpoint_write_s / L;
+    return out;
+  }
+  // Each part's share of E = e^(lambda R) / q, with q = lambda / (e^(lambda L) - 1), written so that
+  // no share overflows when segments almost never complete (q -> 0: the job only loses and restarts).
+  const double x = lambda * L, q = lambda / std::expm1(x), survive_restart = std::exp(-lambda * R);
+  out.training_s = H * in.interval_s * q * survive_restart;
+  out.checkpointing_s = H * in.checkpoint_write_s * q * survive_restart;
+  // 1 - L q = ((e^x - 1)/x - 1) x / (e^x - 1): the lost share, without cancellation for small x.
+  const double lost = x < 700 ? lost_share(x) * x / std::expm1(x) : 1 - L * q;
+  out.lost_s = H * lost * survive_restart;
+  out.restarting_s = -H * std::expm1(-lambda * R);  // 1 - e^(-lambda R)
   return out;
 }
 

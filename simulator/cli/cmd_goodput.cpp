@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -23,6 +24,7 @@ namespace {
 
 constexpr double kMaxDays = 3650;          // ten years: longer than any training run
 constexpr long kMaxTrials = 10'000'000;
+constexpr double kMaxMonteCarloEvents = 2e9;  // about ten seconds of the Monte-Carlo
 
 struct GoodputOptions {
   std::string scenario;
@@ -171,6 +173,14 @@ void add_goodput_command(CLI::App& app) {
     GoodputInputs at_daly = g.inputs;
     at_daly.interval_s = daly;
     const double daly_goodput = expected_goodput(at_daly).goodput_fraction();
+    // Each trial steps through every checkpoint and interruption of the horizon: bounded, so a
+    // tiny step or interval cannot make the command run for days.
+    const double events = g.inputs.horizon_s / (g.inputs.interval_s + g.inputs.checkpoint_write_s) + expected.interruptions;
+    if (trials > 0 && trials * events > kMaxMonteCarloEvents)
+      throw UserError("command line", 0, "--trials",
+                      fmt::format("expected trials x {:.3g} checkpoints and interruptions a trial (over {:g} days) "
+                                  "within {:.0e}: at most {:.0f} trials", events, days, kMaxMonteCarloEvents,
+                                  std::floor(kMaxMonteCarloEvents / events)));
     std::optional<GoodputBreakdown> drawn;
     if (trials > 0) drawn = monte_carlo_goodput(monte_carlo_inputs(g, trials, seed));
     const double tokens_per_step = double(s.global_batch) * s.model.seq_len;
