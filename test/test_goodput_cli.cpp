@@ -177,7 +177,8 @@ TEST_CASE("goodput bad input: days of 0 or less, trials out of range, a seed wit
   {
     auto [tiny, line] = edited("interval_s: 1800\n", "interval_s: 0.001\n");
     (void)line;
-    require_error("goodput " + tiny + " --days 3650 --iteration-s 0.001 --trials 10", "command line: --trials: ",
-                  "checkpoints and interruptions a trial (over 3650 days) within 2e+09: at most 0 trials");
+    // Segments of 1 ms training and the 5.8 s write: ~5e7 a trial over 3650 days, so 100 trials exceed 2e9.
+    require_error("goodput " + tiny + " --days 3650 --iteration-s 0.001 --trials 100", "command line: --trials: ",
+                  "checkpoints and interruptions a trial (over 3650 days) within 2e+09: at most 36 trials");
   }
 }
