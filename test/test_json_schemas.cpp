@@ -104,7 +104,7 @@ TEST_CASE("bench --json with --scenarios or --fabric-only is one line naming --j
   const auto r = test::run_cli("bench --fabric-only --cluster " + kA100 + " --json -");
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
-  CHECK(r.stderr_text == "error: command line: --json: expected the collective bench: --scenarios, --fabric-only and --search print text only\n");
+  CHECK(r.stderr_text == "error: command line: --json: expected the collective bench: --scenarios, --fabric-only, --search and --goodput print text only\n");
 }
 
 TEST_CASE("every shipped schema uses only the keywords the checker implements", "[json]") {

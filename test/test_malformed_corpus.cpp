@@ -90,6 +90,7 @@ const std::set<std::string> kIntegerKeys = {
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "zero_stage", "stage_layers"};
 /// Fields where 0 (so also 1e-300) is a valid value.
 const std::set<std::string> kZeroAllowed = {"latency_us", "half_seq_len", "dense_layers", "shared_experts", "seed", "stddev",
+                                            "detection_s", "relaunch_s",
                                             "zero_stage", "stage_layers"};
 
 /// One shipped input and how to run the binary on an edited copy of it.
@@ -498,9 +499,9 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
     std::string args, where, field, contains;
   };
   const std::vector<Case> cases = {
-      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench"},
-      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search; got 'frobnicate'"},
-      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search; got '--frobnicate'"},
+      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput"},
+      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput; got 'frobnicate'"},
+      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput; got '--frobnicate'"},
       // collective
       {"collective --gpus 8", cl, "--cluster", "missing: expected this option"},
       {"collective --cluster " + cluster, cl, "--gpus", "missing: expected this option"},
@@ -593,6 +594,13 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {bench + "--repeat many", cl, "--repeat", "expected an integer from 1 to 1000"},
       {bench + "--size 0", cl, "--size", "expected a size from 1 byte to 1024G"},
       {bench + "--algo warp", cl, "--algo", "expected an all-reduce algorithm"},
+      {"bench --goodput " + scenario + " --trials 0", cl, "--trials", "expected an integer from 1 to 10000000, got 0"},
+      // goodput
+      {"goodput --days 1", cl, "scenario", "missing: expected this argument"},
+      {"goodput " + scenario, cl, "--days", "missing: expected this option"},
+      {"goodput " + scenario + " --days 0", cl, "--days", "expected a number of days above 0"},
+      {"goodput " + scenario + " --days 1 --trials 0", cl, "--trials", "expected an integer from 1 to 10000000, got 0"},
+      {"goodput " + scenario + " --days 1", scenario, "reliability", "expected a reliability: section"},
   };
   for (const Case& k : cases) check(k.args, k.args, {k.where, 0, k.field, k.contains});
   WARN(g_cases << " cases");

@@ -145,10 +145,25 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   return fabric;
 }
 
+StorageSpec read_storage(const YamlField& f) {
+  f.expect_keys({"description", "write_GBps", "read_GBps", "per_node_GBps", "source"});
+  if (auto d = f.find("description")) d->as_string();
+  StorageSpec s;
+  s.declared = true;
+  s.line = f.line();
+  s.write_Bps = gbyte_per_s(f.child("write_GBps").as_number_in(kMinBandwidth, kMaxBandwidth, "GB/s"));
+  s.read_Bps = f.find("read_GBps") ? gbyte_per_s(f.child("read_GBps").as_number_in(kMinBandwidth, kMaxBandwidth, "GB/s"))
+                                   : s.write_Bps;
+  s.per_node_Bps = gbyte_per_s(f.child("per_node_GBps").as_number_in(kMinBandwidth, kMaxBandwidth, "GB/s"));
+  const YamlField source = f.child("source");
+  if (source.as_string().empty()) source.fail("expected where the storage figures come from");
+  return s;
+}
+
 }  // namespace
 
 ClusterSpec parse_cluster_spec(const YamlField& root) {
-  root.expect_keys({"name", "description", "gpu", "link_types", "node", "fabric"});
+  root.expect_keys({"name", "description", "gpu", "link_types", "node", "fabric", "storage"});
   ClusterSpec spec;
   spec.file = root.file();
   spec.name = root.child("name").as_string();
@@ -167,6 +182,7 @@ ClusterSpec parse_cluster_spec(const YamlField& root) {
   }
   spec.node = read_node(root.child("node"), spec);
   spec.fabric = read_fabric(root.child("fabric"), spec);
+  if (auto st = root.find("storage")) spec.storage = read_storage(*st);
   return spec;
 }
 

@@ -61,6 +61,17 @@ struct FabricSpec {
   Routing routing = Routing::ecmp;
 };
 
+/// Where checkpoints go (`storage:`, optional): a parallel file system or object store. A job's
+/// checkpoint write is bounded by the aggregate and by its nodes' own links to it; reads (the
+/// restart's checkpoint load) by the read figures, the write figures when not given.
+struct StorageSpec {
+  bool declared = false;
+  int line = 0;                            // where `storage:` is written
+  BytesPerSecond write_Bps = 0;            // aggregate
+  BytesPerSecond read_Bps = 0;             // aggregate
+  BytesPerSecond per_node_Bps = 0;         // each node's link to storage, either direction
+};
+
 struct ClusterSpec {
   std::string file;
   std::string name;
@@ -68,6 +79,7 @@ struct ClusterSpec {
   std::map<std::string, LinkType> link_types;
   NodeSpec node;
   FabricSpec fabric;
+  StorageSpec storage;
 
   int gpu_count() const { return fabric.nodes * node.gpus; }
   double efficiency(const std::string& link_type) const { return link_types.at(link_type).bandwidth_efficiency; }

@@ -23,7 +23,7 @@ namespace {
 // order tp-dp-pp; attention flash. Everything else is required.
 const std::initializer_list<const char*> kFields = {
     "name", "description", "cluster", "model", "gpus", "parallel", "schedule", "global_batch", "microbatch",
-    "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives", "catalog"};
+    "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives", "catalog", "reliability"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
     "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
@@ -465,7 +465,7 @@ std::vector<std::string> scenario_fields() {
   std::vector<std::string> out;
   for (const char* f : kFields)
     if (std::string(f) != "parallel" && std::string(f) != "moe" && std::string(f) != "variability" &&
-        std::string(f) != "collectives")
+        std::string(f) != "collectives" && std::string(f) != "reliability")
       out.push_back(f);
   for (const char* f : kParallelFields) out.push_back(std::string("parallel.") + f);
   for (const char* f : kMoeFields) out.push_back(std::string("moe.") + f);
@@ -539,6 +539,13 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
       Cluster cluster = build_cluster(s.cluster);
       apply_link_changes(cluster, s.variability.links);
     }
+  }
+  if (auto r = root.find("reliability")) {
+    s.reliability = parse_reliability(*r);
+    // A checkpoint goes somewhere: the cluster's storage, whose bandwidth prices it.
+    if (s.reliability.checkpoints && !s.cluster.storage.declared)
+      r->child("checkpoint").fail("expected the cluster (" + s.cluster_file +
+                                  ") to declare storage: {write_GBps, per_node_GBps, source}, where checkpoints are written");
   }
   // NCCL's tuner by default: it picks what NCCL runs, without simulating a dozen alternatives per
   // collective; on every validation set it picks what the fastest simulated pair is (README).

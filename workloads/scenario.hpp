@@ -13,6 +13,7 @@
 #include "topologies/cluster_spec.hpp"
 #include "workloads/calibration_file.hpp"
 #include "workloads/compute_model.hpp"
+#include "workloads/failure_model.hpp"
 #include "workloads/gpu_catalog.hpp"
 #include "workloads/layout.hpp"
 #include "workloads/memory_model.hpp"
@@ -80,6 +81,7 @@ struct ScenarioSpec {
   RecomputeModules recompute_modules;  // `recompute: {modules: [...]}` (recompute is then none)
   AttentionKernel attention = AttentionKernel::flash;  // "unfused" for pre-FlashAttention Megatron runs
   VariabilitySpec variability;   // `variability:`: per-GPU speeds, degraded and failed links
+  ReliabilitySpec reliability;   // `reliability:`: failure rates, detection, relaunch, checkpoints (goodput)
 
   int gpus() const { return layout.world(); }
   /// FP8 or an MX format: GEMMs take 1-byte inputs, so whatever only feeds a GEMM (saved GEMM

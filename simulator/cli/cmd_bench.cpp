@@ -51,6 +51,8 @@ struct BenchOptions {
   bool fabric_only = false;  // build and route the cluster, no simulation (bench_fabric.hpp)
   std::vector<std::string> search;  // search's screen over these scenarios' whole space (bench_search.hpp)
   std::string json, csv;
+  std::string goodput;       // a scenario: time its goodput Monte-Carlo (cmd_goodput.cpp)
+  std::string trials = "1000";
 };
 
 struct Measurement {
@@ -191,12 +193,16 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--search", o->search, "time search's screen over each scenario's whole space instead")->delimiter(',');
   cmd->add_option("--json", o->json, "also write the collective timings as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--csv", o->csv, "also write the collective timings as CSV (- or /dev/stdout: to stdout, without the table)");
+  cmd->add_option("--goodput", o->goodput, "time the goodput Monte-Carlo of this scenario over 54 days instead");
+  cmd->add_option("--trials", o->trials, "with --goodput: Monte-Carlo trials (1000)");
   cmd->callback([o] {
     for (const auto& [option, path] : {std::pair{"--json", &o->json}, std::pair{"--csv", &o->csv}})
-      if (!path->empty() && (!o->scenarios.empty() || o->fabric_only || !o->search.empty()))
+      if (!path->empty() && (!o->scenarios.empty() || o->fabric_only || !o->search.empty() || !o->goodput.empty()))
         throw UserError("command line", 0, option,
-                        "expected the collective bench: --scenarios, --fabric-only and --search print text only");
+                        "expected the collective bench: --scenarios, --fabric-only, --search and --goodput print text only");
     if (!o->search.empty()) return bench_search(o->search, parse_integer(o->repeat, "--repeat", 1, 1000));
+    if (!o->goodput.empty())
+      return bench_goodput(o->goodput, parse_integer(o->trials, "--trials", 1, 10'000'000), parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
     if (o->cluster == kDefaultCluster) o->cluster = shipped_file(kDefaultCluster);  // from any directory
     if (o->fabric_only) return bench_fabric(o->cluster);

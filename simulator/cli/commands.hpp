@@ -30,6 +30,9 @@ void add_validate_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_search_command(CLI::App& app);
+void add_goodput_command(CLI::App& app);
+/// `bench --goodput`: the 54-day Monte-Carlo of a scenario's goodput, `trials` trials, timed `repeat` times.
+void bench_goodput(const std::string& scenario, long trials, long repeat);
 
 /// "8", "64K", "1M", "8G": binary multiples, as nccl-tests reads -b and -e.
 Bytes parse_size(const std::string& text, const std::string& option);
