@@ -100,6 +100,16 @@ TEST_CASE("bench --json conforms to bench.schema.json", "[json]") {
   CHECK(j.at("rows")[0].at("gpus") == 8);
 }
 
+TEST_CASE("search --json conforms to search.schema.json", "[json]") {
+  const auto j = conforming("search", source_path("scenarios/validation/narayanan-1.7b.yaml") + " --vary pp --top 2 -j 2 -q");
+  CHECK(j.at("rows").size() == 2);
+}
+
+TEST_CASE("goodput --json conforms to goodput.schema.json, its Monte-Carlo with --trials", "[json]") {
+  const auto j = conforming("goodput", source_path("scenarios/llama3-405b-h100-16k-goodput.yaml") + " --days 54 --trials 100");
+  CHECK(j.contains("monte_carlo"));
+}
+
 TEST_CASE("bench --json with --scenarios or --fabric-only is one line naming --json, exit 2", "[json]") {
   const auto r = test::run_cli("bench --fabric-only --cluster " + kA100 + " --json -");
   CHECK(r.exit_code == 2);

@@ -56,7 +56,7 @@ TEST_CASE("search --json - is one document: the header, rows ranked by the engin
   INFO(r.stderr_text);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.stdout_text);  // nothing else on stdout
-  CHECK(j["schema_version"] == 1);
+  CHECK(j["schema_version"] == 2);
   CHECK(j["command"] == "search");
   CHECK(j["config"]["vary"] == nlohmann::json::array({"pp", "microbatch"}));
   REQUIRE(j["rows"].size() == 6);

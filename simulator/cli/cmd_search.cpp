@@ -181,23 +181,6 @@ nlohmann::ordered_json row_json(const Verified& v) {
   return j;
 }
 
-std::string csv_of(const std::vector<Verified>& rows) {
-  std::string out =
-      "rank,tp,pp,dp,cp,ep,virtual_stages,microbatch,recompute,zero_stage,schedule,screen_iteration_s,engine_iteration_s,"
-      "tokens_per_s,mfu,memory_bytes,exposed_comm_s,bubble_s\n";
-  int rank = 0;
-  for (const Verified& v : rows) {
-    const Configuration& c = v.screen.config;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.6f},{},{},{},{},{},{}\n", ++rank, c.tp, c.pp, c.dp, c.cp, c.ep,
-                       c.virtual_stages, c.microbatch, recompute_text(c.recompute, {}), c.zero_stage, c.schedule->name(),
-                       v.screen.iteration_s, v.ok ? fmt::format("{:.6f}", v.iteration_s) : "",
-                       v.ok ? fmt::format("{:.1f}", v.tokens_per_s) : "", v.ok ? fmt::format("{:.5f}", v.mfu) : "",
-                       v.ok ? fmt::format("{:.0f}", v.memory_bytes) : "", v.ok ? fmt::format("{:.6f}", v.exposed_comm_s) : "",
-                       v.ok ? fmt::format("{:.6f}", v.bubble_s) : "");
-  }
-  return out;
-}
-
 void print_table(const ScenarioSpec& s, const ScreenResult& screen, const std::vector<Verified>& rows) {
   std::cout << fmt::format("# clustersim search: {} ({} on {} {}; global batch {})\n", s.name, s.model.name, s.gpus(),
                            s.gpu.name, s.global_batch);
@@ -269,7 +252,7 @@ void add_search_command(CLI::App& app) {
       o->overrides.push_back("global_batch=" + std::to_string(base.global_batch));
     }
     if (!o->json.empty()) check_json_path(o->json);
-    if (!o->csv.empty()) check_output_path(o->csv, "--csv");
+    if (!o->csv.empty()) check_csv_path(o->csv, o->json);
 
     Progress bar("screening", !o->quiet);
     const auto t0 = std::chrono::steady_clock::now();
@@ -291,7 +274,9 @@ void add_search_command(CLI::App& app) {
       if (a.ok != b.ok) return a.ok;
       return a.ok ? a.tokens_per_s > b.tokens_per_s : false;
     });
-    if (!o->csv.empty()) write_file(o->csv, csv_of(rows), "--csv");
+    nlohmann::ordered_json rows_json = nlohmann::ordered_json::array();
+    for (const Verified& v : rows) rows_json.push_back(row_json(v));
+    write_csv(o->csv, rows_json);  // one column per field, as the JSON rows name them
     if (!o->json.empty()) {
       nlohmann::ordered_json j = json_header("search");
       j["config"] = scenario_config_json(base);
@@ -303,13 +288,12 @@ void add_search_command(CLI::App& app) {
       j["valid"] = result.valid.size();
       j["removed"] = nlohmann::ordered_json::object();
       for (const ScreenRemoval& r : result.removed) j["removed"][r.rule] = r.count;
-      j["rows"] = nlohmann::ordered_json::array();
-      for (const Verified& v : rows) j["rows"].push_back(row_json(v));
+      j["rows"] = rows_json;
       j["pareto"] = nlohmann::ordered_json::array();
       for (const Verified* v : pareto_front(rows)) j["pareto"].push_back(v->screen.config.text());
       write_json(o->json, j);
     }
-    if (!json_to_stdout(o->json)) print_table(base, result, rows);
+    if (table_to_stdout(o->json, o->csv)) print_table(base, result, rows);
   });
 }
 
