@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "one_line_error.hpp"
 #include "support.hpp"
 
 using clustersim::test::line_of;
@@ -32,17 +33,7 @@ std::string error_prefix(const std::string& file, int line, const std::string& f
   return out;
 }
 
-/// Exit status 2, one line on stderr starting with `prefix` and saying `expected`, nothing else.
-void require_one_line_error(const CliResult& r, const std::string& prefix, const std::string& expected) {
-  INFO("stdout: " << r.stdout_text);
-  INFO("stderr: " << r.stderr_text);
-  CHECK(r.exit_code == 2);
-  CHECK(r.stdout_text.empty());
-  CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
-  CHECK_THAT(r.stderr_text, StartsWith(prefix) && Contains(expected));
-  for (const char* crash : {"terminate called", "what()", "Aborted", "Segmentation", "backtrace", "#0 ", "#1 "})
-    CHECK_THAT(r.stderr_text, !Contains(crash));
-}
+using clustersim::test::require_one_line_error;
 
 /// A shipped cluster file with one edit, and what the error must name: the line of `at` in the edited
 /// text (so the line follows from the edit) and the field path (empty for a YAML syntax error).

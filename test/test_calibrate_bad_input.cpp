@@ -8,6 +8,7 @@
 #include <string>
 
 #include "simulator/calibration_fit.hpp"
+#include "one_line_error.hpp"
 #include "support.hpp"
 
 namespace {
@@ -22,15 +23,7 @@ using Catch::Matchers::StartsWith;
 const std::string kTruth = "scenarios/calibration/synthetic-truth.yaml";
 const std::string kScenario = "scenarios/llama3-70b-h100-1024.yaml";
 const std::string kSuperpod = "scenarios/clusters/dgx-h100-superpod.yaml";
-
-void require_one_line_error(const CliResult& r, const std::string& prefix, const std::string& expected) {
-  INFO("stdout: " << r.stdout_text);
-  INFO("stderr: " << r.stderr_text);
-  CHECK(r.exit_code == 2);
-  CHECK(r.stdout_text.empty());
-  CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
-  CHECK_THAT(r.stderr_text, StartsWith(prefix) && Contains(expected));
-}
+using clustersim::test::require_one_line_error;
 
 /// The shipped calibration with one edit, given to `run --calibration`; the error must name the
 /// edited file at the line of `at` and the field.

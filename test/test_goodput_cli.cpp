@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "one_line_error.hpp"
 #include "support.hpp"
 #include "topologies/report.hpp"
 #include "workloads/checkpoint_cost.hpp"
@@ -44,14 +45,9 @@ std::string scenario(const std::string& reliability = kReliability, const std::s
   return test::small_megatron_scenario("goodput", cluster(storage), "{tp: 2, pp: 2, dp: 8}", reliability);
 }
 
-/// Exit 2, nothing on stdout, one line starting with `prefix` and saying `expected`.
+/// The command fails with one line starting "error: `prefix`" and saying `expected`.
 void require_error(const std::string& args, const std::string& prefix, const std::string& expected) {
-  const test::CliResult r = test::run_cli(args);
-  INFO("stderr: " << r.stderr_text);
-  CHECK(r.exit_code == 2);
-  CHECK(r.stdout_text.empty());
-  CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
-  CHECK_THAT(r.stderr_text, StartsWith("error: " + prefix) && Contains(expected));
+  test::require_one_line_error(test::run_cli(args), "error: " + prefix, expected);
 }
 
 /// The scenario with `from` replaced by `to` in its reliability section, and the error's line.

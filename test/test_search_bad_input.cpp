@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "one_line_error.hpp"
 #include "support.hpp"
 
 namespace {
@@ -16,15 +17,7 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
 const std::string kScenario = clustersim::test::source_path("scenarios/validation/narayanan-1.7b.yaml");
-
-void require_one_line_error(const CliResult& r, const std::string& prefix, const std::string& expected) {
-  INFO("stdout: " << r.stdout_text);
-  INFO("stderr: " << r.stderr_text);
-  CHECK(r.exit_code == 2);
-  CHECK(r.stdout_text.empty());
-  CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
-  CHECK_THAT(r.stderr_text, StartsWith(prefix) && Contains(expected));
-}
+using clustersim::test::require_one_line_error;
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "one_line_error.hpp"
 #include "support.hpp"
 
 using namespace clustersim;
@@ -27,14 +28,9 @@ std::string scenario_with(const std::string& cluster_yaml, const std::string& va
 
 const std::string kFatTree = "scenarios/clusters/dgx-a100-fat-tree.yaml";
 
-/// Exit 2, nothing on stdout, one line naming the file, line and field.
+/// The command fails with one line starting "error: `prefix`" and saying `expected`.
 void require_error(const std::string& args, const std::string& prefix, const std::string& expected) {
-  const test::CliResult r = test::run_cli(args);
-  INFO("stderr: " << r.stderr_text);
-  CHECK(r.exit_code == 2);
-  CHECK(r.stdout_text.empty());
-  CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
-  CHECK_THAT(r.stderr_text, StartsWith("error: " + prefix) && Contains(expected));
+  test::require_one_line_error(test::run_cli(args), "error: " + prefix, expected);
 }
 
 }  // namespace
