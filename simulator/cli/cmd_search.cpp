@@ -11,12 +11,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/search_progress.hpp"
 #include "simulator/search_screen.hpp"
+#include "simulator/slurm_array.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
 
@@ -29,6 +31,8 @@ struct SearchOptions {
   std::vector<std::string> overrides, vary;
   std::string gpus, global_batch, top = "10", jobs = "2";
   std::string json, csv;
+  std::string slurm;                ///< --slurm DIR: verify as a Slurm job array over this folder
+  std::vector<std::string> sbatch;  ///< --sbatch OPTION, passed to sbatch as given
   bool quiet = false;
 };
 
@@ -42,12 +46,11 @@ struct Verified {
 
 double gib(double bytes) { return bytes / (1ULL << 30); }
 
-/// The child's work: the scenario with the configuration's --set lines, one engine iteration.
-std::string verify_one(const std::string& scenario, const std::vector<std::string>& base, const Configuration& c) {
+/// One verification: the scenario with `overrides` (the base ones, then the configuration's), one
+/// engine iteration; the result as JSON text, which a forked child or a Slurm task hands back.
+std::string verify_one(const std::string& scenario, const std::vector<std::string>& overrides) {
   nlohmann::json j;
   try {
-    std::vector<std::string> overrides = base;
-    for (const std::string& o : c.overrides()) overrides.push_back(o);
     const ScenarioSpec s = load_scenario(scenario, overrides);
     const RunReport r = run_training(s, false);
     double memory = 0, exposed = 0, bubble = 0;
@@ -63,6 +66,32 @@ std::string verify_one(const std::string& scenario, const std::vector<std::strin
     j = {{"ok", false}, {"why", e.what()}};
   }
   return j.dump();
+}
+
+std::vector<std::string> overrides_of(const SearchOptions& o, const Configuration& c) {
+  std::vector<std::string> overrides = o.overrides;
+  for (const std::string& x : c.overrides()) overrides.push_back(x);
+  return overrides;
+}
+
+/// A configuration's row from its verification's text; `failed` names what went wrong when the
+/// process running it left none.
+Verified verified_from(const ScreenPrediction& screen, const std::string& text, const std::string& failed) {
+  Verified v;
+  v.screen = screen;
+  if (text.empty()) {
+    v.why = failed;
+    return v;
+  }
+  const nlohmann::json j = nlohmann::json::parse(text);
+  v.ok = j["ok"].get<bool>();
+  if (!v.ok) {
+    v.why = j["why"].get<std::string>();
+  } else {
+    v.iteration_s = j["iteration_s"], v.tokens_per_s = j["tokens_per_s"], v.mfu = j["mfu"];
+    v.memory_bytes = j["memory_bytes"], v.exposed_comm_s = j["exposed_comm_s"], v.bubble_s = j["bubble_s"];
+  }
+  return v;
 }
 
 /// Runs every configuration in its own forked child, `jobs` at a time; results in input order.
@@ -85,7 +114,7 @@ std::vector<Verified> verify(const SearchOptions& o, const std::vector<ScreenPre
       if (pid < 0) throw std::runtime_error("fork failed");
       if (pid == 0) {
         close(fds[0]);
-        const std::string text = verify_one(o.scenario, o.overrides, top[next].config);
+        const std::string text = verify_one(o.scenario, overrides_of(o, top[next].config));
         const bool ok = write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
         _exit(ok ? 0 : 1);
       }
@@ -112,20 +141,8 @@ std::vector<Verified> verify(const SearchOptions& o, const std::vector<ScreenPre
       close(c.fd);
       int status = 0;
       waitpid(c.pid, &status, 0);
-      Verified& v = out[c.index];
-      v.screen = top[c.index];
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || c.text.empty()) {
-        v.why = "the engine's child process failed";
-      } else {
-        const nlohmann::json j = nlohmann::json::parse(c.text);
-        v.ok = j["ok"].get<bool>();
-        if (!v.ok) {
-          v.why = j["why"].get<std::string>();
-        } else {
-          v.iteration_s = j["iteration_s"], v.tokens_per_s = j["tokens_per_s"], v.mfu = j["mfu"];
-          v.memory_bytes = j["memory_bytes"], v.exposed_comm_s = j["exposed_comm_s"], v.bubble_s = j["bubble_s"];
-        }
-      }
+      const bool exited = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      out[c.index] = verified_from(top[c.index], exited ? c.text : "", "the engine's child process failed");
       bar.update(static_cast<long>(++finished), static_cast<long>(top.size()));
       running.erase(running.begin() + static_cast<long>(i));
       polls.erase(polls.begin() + static_cast<long>(i));
@@ -208,6 +225,59 @@ void print_table(const ScenarioSpec& s, const ScreenResult& screen, const std::v
                              gib(v->memory_bytes));
 }
 
+std::string absolute(const std::string& path) { return std::filesystem::absolute(path).lexically_normal().string(); }
+
+/// The verifications as one Slurm job array over a folder every node shares (slurm_array.hpp): each
+/// task runs `clustersim search-task DIR INDEX`, the same verification a forked child runs.
+std::vector<Verified> verify_on_slurm(const SearchOptions& o, const std::vector<ScreenPrediction>& top, Progress& bar) {
+  const std::string dir = absolute(o.slurm), scenario = absolute(o.scenario);
+  // The manifest names the work by content, so a rerun resumes only onto results of the same search.
+  nlohmann::json manifest = {{"kind", "clustersim search verifications"}, {"clustersim_version", kVersion},
+                             {"scenario", scenario},
+                             {"scenario_fnv1a", file_fingerprint(scenario)},
+                             {"tasks", nlohmann::json::array()}};
+  for (const ScreenPrediction& p : top) manifest["tasks"].push_back(overrides_of(o, p.config));
+  SlurmArrayOptions array;
+  array.dir = dir;
+  array.task_command = {std::filesystem::read_symlink("/proc/self/exe").string(), "search-task", dir};
+  array.job_name = "clustersim-search";
+  array.sbatch_options = o.sbatch;
+  const SlurmArrayOutcome done =
+      run_slurm_array(array, manifest, static_cast<long>(top.size()), [&](long d, long t) { bar.update(d, t); });
+  if (!o.quiet)
+    std::cerr << fmt::format("slurm: {} of {} verifications reused from {}; {} submitted{}\n", done.reused, top.size(), dir,
+                             done.submitted, done.job_id.empty() ? "" : " as job " + done.job_id);
+  std::vector<Verified> out;
+  for (std::size_t i = 0; i < top.size(); ++i)
+    out.push_back(verified_from(top[i], done.results[i], fmt::format("Slurm task {} left no result (see {}/log-{}.txt)", i, dir, i)));
+  return out;
+}
+
+/// `clustersim search-task DIR INDEX`: what one task of `search --slurm`'s job array runs.
+void add_search_task_command(CLI::App& app) {
+  auto args = std::make_shared<std::pair<std::string, std::string>>();
+  CLI::App* cmd = app.add_subcommand("search-task", "one verification of search --slurm's job array (Slurm runs it)");
+  cmd->group("");  // not for users: left out of --help
+  cmd->add_option("dir", args->first, "the job array's folder")->required();
+  cmd->add_option("index", args->second, "the task's index")->required();
+  cmd->callback([args] {
+    const std::string& dir = args->first;
+    const nlohmann::json manifest = read_slurm_manifest(dir);
+    std::string scenario;
+    std::vector<std::string> overrides;
+    long index = 0;
+    try {
+      const nlohmann::json& tasks = manifest.at("tasks");
+      index = parse_integer(args->second, "index", 0, static_cast<long>(tasks.size()) - 1);
+      scenario = manifest.at("scenario").get<std::string>();
+      overrides = tasks.at(static_cast<std::size_t>(index)).get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception&) {
+      throw UserError(dir + "/manifest.json", 0, "tasks", "expected the manifest search --slurm wrote");
+    }
+    write_slurm_result(dir, index, verify_one(scenario, overrides));
+  });
+}
+
 }  // namespace
 
 void add_search_command(CLI::App& app) {
@@ -223,7 +293,11 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("-j", o->jobs, "engine runs at a time, each in its own process (default 2)");
   cmd->add_option("--json", o->json, "write the verified rows as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--csv", o->csv, "write the verified rows as CSV");
+  cmd->add_option("--slurm", o->slurm,
+                  "verify as a Slurm job array over this folder (shared by the nodes); rerun to resume");
+  cmd->add_option("--sbatch", o->sbatch, "an option for sbatch with --slurm, e.g. --sbatch=--partition=gpu (repeatable)");
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->disable_flag_override();
+  add_search_task_command(app);
   cmd->callback([o] {
     const std::vector<std::string>& dims = search_dimensions();
     std::string all;
@@ -253,6 +327,14 @@ void add_search_command(CLI::App& app) {
     }
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->csv.empty()) check_csv_path(o->csv, o->json);
+    if (!o->sbatch.empty() && o->slurm.empty())
+      throw UserError("command line", 0, "--sbatch", "expected --slurm DIR beside it (sbatch options are for the job array)");
+    if (!o->slurm.empty()) {  // before the screen, so a typo does not cost it
+      std::error_code ec;
+      std::filesystem::create_directories(o->slurm, ec);
+      if (ec || access(o->slurm.c_str(), W_OK | X_OK) != 0)
+        throw UserError("command line", 0, "--slurm", "expected a folder that can be created and written; got " + o->slurm);
+    }
 
     Progress bar("screening", !o->quiet);
     const auto t0 = std::chrono::steady_clock::now();
@@ -268,7 +350,7 @@ void add_search_command(CLI::App& app) {
     std::vector<ScreenPrediction> best(result.valid.begin(),
                                        result.valid.begin() + std::min<long>(top, static_cast<long>(result.valid.size())));
     Progress verifying("verifying", !o->quiet);
-    std::vector<Verified> rows = verify(*o, best, jobs, verifying);
+    std::vector<Verified> rows = o->slurm.empty() ? verify(*o, best, jobs, verifying) : verify_on_slurm(*o, best, verifying);
     verifying.finish();
     std::stable_sort(rows.begin(), rows.end(), [](const Verified& a, const Verified& b) {
       if (a.ok != b.ok) return a.ok;
