@@ -178,3 +178,29 @@ TEST_CASE("goodput bad input: days of 0 or less, trials out of range, a seed wit
                   "checkpoints and interruptions a trial (over 3650 days) within 2e+09: at most 36 trials");
   }
 }
+
+TEST_CASE("goodput --set reliability.*: the checkpoint interval, detection, relaunch and an MTBF, each as if written in the file") {
+  const std::string path = scenario();
+  const ScenarioSpec base = load_scenario(path);
+  const ScenarioSpec set = load_scenario(path, {"reliability.checkpoint.interval_s=900", "reliability.detection_s=60",
+                                                "reliability.relaunch_s=30", "reliability.components.gpu.mtbf_hours=2000"});
+  CHECK(set.reliability.checkpoint_interval_s == 900);
+  CHECK(set.reliability.detection_s == 60);
+  CHECK(set.reliability.relaunch_s == 30);
+  // The GPUs' term of the rate halves: 32 / 1000 h becomes 32 / 2000 h; the other kinds stay.
+  const ComponentCounts c = job_components(base.cluster, base.gpus());
+  CHECK((failure_rate_per_s(base.reliability, c) - failure_rate_per_s(set.reliability, c)) * 3600 ==
+        Approx(32 / 1000.0 - 32 / 2000.0).epsilon(1e-12));
+  // Through the command: the configured interval is 900 s of 7 s steps, rounded (129 steps).
+  const nlohmann::json j = test::cli_json("goodput " + path + " --days 30 --iteration-s 7 --set reliability.checkpoint.interval_s=900");
+  CHECK(j["checkpoint"]["steps_per_checkpoint"] == 129);
+  // A value out of range is refused at the field, with the file's line of the field set.
+  const int line = test::line_of(test::read_file(path), "gpu: {mtbf_hours: 1000");
+  require_error("goodput " + path + " --days 1 --set reliability.components.gpu.mtbf_hours=-1",
+                path + ":" + std::to_string(line) + ": reliability.components.gpu.mtbf_hours: ", "expected");
+  // A section written as a scalar is named where it is, not overwritten.
+  const std::string flat = test::small_megatron_scenario("goodput-flat", cluster(), "{tp: 2, pp: 2, dp: 8}", "reliability: 3\n");
+  require_error("run " + flat + " --set reliability.checkpoint.interval_s=60",
+                flat + ":" + std::to_string(test::line_of(test::read_file(flat), "reliability: 3")) + ": reliability: ",
+                "expected a mapping");
+}

@@ -75,16 +75,21 @@ std::string apply_override(const YamlField& root, const std::string& text) {
   if (!value.IsScalar())
     throw UserError("command line", 0, "--set", "expected one value for '" + path + "', got '" + value_text + "'");
 
+  // Walk (and where missing, create) the mappings the dotted path names; reset() rebinds a yaml-cpp
+  // node, where assignment would overwrite the node it refers to.
   YAML::Node tree = root.node();
-  const std::size_t dot = path.find('.');
-  if (dot == std::string::npos) {
-    tree[path] = value;
-    return path;
+  std::size_t from = 0;
+  for (std::size_t dot = path.find('.'); dot != std::string::npos; from = dot + 1, dot = path.find('.', from)) {
+    YAML::Node next = tree[path.substr(from, dot - from)];
+    if (next.IsDefined() && !next.IsMap()) {
+      YamlField at = root;
+      for (std::size_t a = 0, b = path.find('.'); b != std::string::npos && a <= from; a = b + 1, b = path.find('.', a))
+        at = at.child(path.substr(a, b - a));
+      at.fail("expected a mapping");
+    }
+    tree.reset(next);
   }
-  const std::string section = path.substr(0, dot);
-  YAML::Node parent = tree[section];
-  if (parent.IsDefined() && !parent.IsMap()) root.child(section).fail("expected a mapping");
-  parent[path.substr(dot + 1)] = value;
+  tree[path.substr(from)] = value;
   return path;
 }
 
@@ -471,6 +476,10 @@ std::vector<std::string> scenario_fields() {
   for (const char* f : kMoeFields) out.push_back(std::string("moe.") + f);
   for (const char* f : kCollectivesFields) out.push_back(std::string("collectives.") + f);
   out.push_back("variability.seed");  // the one scalar a user sweeps (run --repeat draws seeds in turn)
+  // What goodput studies sweep: the checkpoint interval, detection and relaunch, each kind's MTBF.
+  for (const char* f : {"detection_s", "relaunch_s", "checkpoint.interval_s"}) out.push_back(std::string("reliability.") + f);
+  for (const char* kind : {"gpu", "node", "nic", "switch", "link", "software"})
+    out.push_back(std::string("reliability.components.") + kind + ".mtbf_hours");
   return out;
 }
 

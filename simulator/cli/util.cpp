@@ -141,7 +141,8 @@ CommandLineError describe_parse_error(const CLI::ParseError& e, const CLI::App& 
   if (dynamic_cast<const CLI::RequiredError*>(&e)) {
     if (message.rfind("A subcommand", 0) == 0 || message.rfind("Requires at least", 0) == 0) {
       std::string names;
-      for (const CLI::App* sub : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+      for (const CLI::App* sub : app.get_subcommands({}))
+        if (!sub->get_group().empty()) names += (names.empty() ? "" : ", ") + sub->get_name();  // not the hidden ones
       const std::vector<std::string> given = app.remaining();
       return {"", "expected a command, one of: " + names + (given.empty() ? "" : "; got '" + given.front() + "'")};
     }
