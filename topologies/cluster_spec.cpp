@@ -96,7 +96,7 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
 
 FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   f.expect_keys({"type", "nodes", "nodes_per_unit", "planes", "dims", "groups", "routers_per_group", "global_links",
-                 "routing", "link_type", "bandwidth_Gbps", "latency_us", "tiers"});
+                 "routing", "link_type", "bandwidth_Gbps", "latency_us", "tiers", "sharp"});
   FabricSpec fabric;
   YamlField type = f.child("type");
   fabric.type = type.as_string();
@@ -123,6 +123,7 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
     if (fabric.routing == Routing::valiant && fabric.type != "dragonfly")
       r->fail("expected ecmp, adaptive or spray on a " + fabric.type + " fabric: valiant routes through an intermediate group of a dragonfly");
   }
+  if (auto s = f.find("sharp")) fabric.sharp = s->as_bool();
   fabric.switch_link = read_link(f, spec, "bandwidth_Gbps");
   if (auto tiers = f.find("tiers")) {
     for (std::size_t i = 0; i < tiers->size(); ++i) {

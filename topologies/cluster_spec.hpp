@@ -59,6 +59,7 @@ struct FabricSpec {
   int routers_per_group = 0;   // dragonfly
   int global_links = 0;        // dragonfly: links from each router to other groups
   Routing routing = Routing::ecmp;
+  bool sharp = false;          // the switches reduce in the network (InfiniBand SHARP): CollNet can run
 };
 
 /// Where checkpoints go (`storage:`, optional): a parallel file system or object store. A job's
