@@ -86,3 +86,19 @@ TEST_CASE("a single-job option on a jobs scenario is one line naming it") {
   test::require_one_line_error(test::run_cli("run " + path + " --set c.gpus=2"), "error: command line: --set:",
                                "expected cluster.FIELD=VALUE or JOB.FIELD=VALUE");
 }
+
+TEST_CASE("a job's set: entry for the shared cluster is one line at that entry") {
+  expect_error("jobs:\n  - name: a\n    scenario: scenario.yaml\n    set:\n      - gpus=2\n      - cluster.fabric.nodes=8\n",
+               "cluster.fabric.nodes=8", "jobs[0].set[1]", "expected a field of the job's scenario: the jobs share the cluster");
+}
+
+TEST_CASE("jobs whose calibrations give the shared links different efficiencies are one line at the second job") {
+  const std::string path = jobs_file("jobs:\n  - {name: a, " + kJob + "}\n"
+                                     "  - {name: b, scenario: scenario.yaml, set: [gpus=2, calibration=cal.yaml]}\n");
+  const std::string dir = path.substr(0, path.rfind('/'));
+  std::ofstream(dir + "/cal.yaml") << "name: cal\nfitted_on: small-fat-tree\nlink_types:\n"
+                                      "  net: {bandwidth_efficiency: 0.9, source: \"test\"}\n";
+  const int line = test::line_of(test::read_file(path), "{name: b,");
+  test::require_one_line_error(test::run_cli("run " + path), "error: " + path + ":" + std::to_string(line) + ": jobs[1]:",
+                               "expected the links calibrated as for job a (the jobs share them); link type net");
+}

@@ -119,7 +119,12 @@ JobsScenario load_jobs_scenario(const std::string& path, const std::vector<std::
     if (job.find("scenario")) {
       job.expect_keys({"name", "scenario", "set", "placement"});
       if (set)
-        for (std::size_t k = 0; k < set->size(); ++k) job_overrides.push_back(set->element(k).as_string());
+        for (std::size_t k = 0; k < set->size(); ++k) {
+          const YamlField entry = set->element(k);
+          if (entry.as_string().rfind("cluster", 0) == 0)
+            entry.fail("expected a field of the job's scenario: the jobs share the cluster (--set cluster.PATH=VALUE sets it)");
+          job_overrides.push_back(entry.as_string());
+        }
     } else {
       if (set) set->fail("expected set: only beside scenario: FILE (write the fields inline instead)");
       YAML::Node(job.node()).remove("placement");  // the scenario's own fields remain
@@ -129,6 +134,12 @@ JobsScenario load_jobs_scenario(const std::string& path, const std::vector<std::
       else if (o.rfind(spec.name + ".", 0) == 0) job_overrides.push_back(o.substr(spec.name.size() + 1));
     }
     spec.scenario = load_job(job, path, job_overrides, set);
+    // One fabric: a job's calibration may set its GPU's compute, not the links the jobs share.
+    for (const auto& [type, link] : spec.scenario.cluster.link_types)
+      if (!js.jobs.empty() && js.jobs.front().scenario.cluster.efficiency(type) != link.bandwidth_efficiency)
+        job.fail("expected the links calibrated as for job " + js.jobs.front().name + " (the jobs share them); link type " +
+                 type + " has efficiency " + std::to_string(link.bandwidth_efficiency) + " here, " +
+                 std::to_string(js.jobs.front().scenario.cluster.efficiency(type)) + " there");
     const int per_node = spec.scenario.cluster.node.gpus;
     spec.placement.nodes_needed = (spec.scenario.gpus() + per_node - 1) / per_node;
     js.jobs.push_back(std::move(spec));
