@@ -174,6 +174,9 @@ TEST_CASE("a job written inline reads as the same job from a file does, and a pa
   CHECK(from_file.jobs[0].nodes == std::vector<int>{0, 1});
   CHECK(from_file.jobs[1].nodes == std::vector<int>{3, 2});  // a node list keeps its order
   CHECK(inline_job.jobs[0].nodes == std::vector<int>{0, 1});
+  const JobsScenario ranged = load_jobs_scenario(two_jobs("scattered", "{nodes: [\"1-2\"]}"));
+  CHECK(ranged.jobs[1].nodes == std::vector<int>{1, 2});  // a range, placed first
+  CHECK(ranged.jobs[0].nodes == std::vector<int>{0, 3});  // what the list leaves
 }
 
 TEST_CASE("the shipped two-job example loads: 512 GPUs each, interleaved node by node") {
