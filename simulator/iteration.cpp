@@ -7,6 +7,11 @@
 namespace clustersim {
 
 IterationResult IterationBuilder::run() {
+  const std::vector<Seconds> finish = engine_.run(build());
+  return account(finish);
+}
+
+const FlowGraph& IterationBuilder::build() {
   const ScheduleShape& shape = plan_.shape;
   if (auto why = plan_.schedule->not_applicable(shape)) throw std::invalid_argument(*why);
   normalise_layout();
@@ -27,8 +32,7 @@ IterationResult IterationBuilder::run() {
     add_replica_sync(d);
   }
   for (int r = 0; r < shape.stages; ++r) add_tail(r);
-  const std::vector<Seconds> finish = engine_.run(graph_);
-  return account(finish);
+  return graph_;
 }
 
 std::vector<double> IterationBuilder::replica_speeds(int replica) const {

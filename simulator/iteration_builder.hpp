@@ -42,6 +42,14 @@ class IterationBuilder {
       : engine_(engine), router_(router), plan_(plan), times_(engine, router, plan), trace_(trace) {}
 
   IterationResult run();
+  /// The iteration's flow graph, built but not run: several jobs' graphs share one engine run
+  /// (multi_job.hpp), each then accounted from its own flows' finish times.
+  const FlowGraph& build();
+  /// Finish times of build()'s flows (indexed as its graph) -> the result.
+  IterationResult account(const std::vector<Seconds>& finish);
+  /// Other jobs share the fabric: a TP group that crosses it (spans nodes) may meet their traffic,
+  /// so its collectives run in place. Jobs hold whole nodes, so a group inside one meets none.
+  void share_fabric() { shares_fabric_ = true; }
 
  private:
   int ranks() const { return plan_.shape.stages; }
@@ -186,8 +194,6 @@ class IterationBuilder {
   /// The simulated replica that ends last (the first of those on a tie): the breakdown is its.
   int slowest_replica(const std::vector<Seconds>& finish) const;
 
-  IterationResult account(const std::vector<Seconds>& finish);
-
   struct Step {
     FlowId id;     // its last step
     FlowId entry;  // its first
@@ -218,6 +224,7 @@ class IterationBuilder {
   std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
   std::map<std::tuple<int, bool, int>, int> pass_rank_;  // (model stage, forward?, microbatch) -> its pipeline rank
   bool tp_in_place_ = false;
+  bool shares_fabric_ = false;
   std::string tp_placement_;
   std::map<FlowId, std::pair<FlowId, Seconds>> chain_entry_;  // a pass in place: last step -> (entry, planned time)
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)

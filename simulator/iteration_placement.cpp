@@ -86,12 +86,15 @@ void IterationBuilder::place_tp_collectives(FoldInput& traffic) {
   std::vector<std::size_t> timed_as;  // each rank's collectives were timed on replica 0's first group
   std::vector<std::size_t> first_of_rank(static_cast<std::size_t>(ranks()));
   std::vector<int> replica_of;
+  bool leaves_node = false;  // a TP group across nodes, whose fabric links other jobs may load
+  const Cluster& cluster = router_.cluster();
   for (int d = 0; d < replicas_; ++d)
     for (int r = 0; r < ranks(); ++r) {
       const auto unit_groups = tp_groups(d, r);
       for (std::size_t k = 0; k < unit_groups.size(); ++k) {
         std::vector<OwnFlow> flows = tp_flows(r, unit_groups[k]);
         if (flows.empty()) continue;
+        for (int g : unit_groups[k]) leaves_node |= cluster.node_of_gpu(g) != cluster.node_of_gpu(unit_groups[k].front());
         if (d == 0 && k == 0) first_of_rank[static_cast<std::size_t>(r)] = groups.size();
         timed_as.push_back(first_of_rank[static_cast<std::size_t>(r)]);
         replica_of.push_back(d);
@@ -103,7 +106,12 @@ void IterationBuilder::place_tp_collectives(FoldInput& traffic) {
   for (const auto& own : traffic.copies)
     for (const OwnFlow& f : own) others.push_back(&f.links);
   for (const auto& links : traffic.shared) others.push_back(&links);
-  const Isolation iso = check_isolation(router_.cluster(), groups, timed_as, others);
+  Isolation iso = check_isolation(cluster, groups, timed_as, others);
+  if (shares_fabric_ && leaves_node && iso.isolated) {
+    iso.isolated = false;
+    iso.shared_links = 1;
+    iso.why = "a TP group spans nodes, and other jobs share the fabric its links cross";
+  }
   const std::string more = iso.shared_links > 1 ? " (and " + std::to_string(iso.shared_links - 1) + " more)" : "";
   tp_in_place_ = plan_.tp_placement == TpPlacement::in_place ||
                  (plan_.tp_placement == TpPlacement::automatic && !iso.isolated);

@@ -1,4 +1,5 @@
 #include "simulator/training_run.hpp"
+#include "simulator/memory_check.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -85,11 +86,7 @@ FoldMode fold_under(const VariabilitySpec& v, FoldMode asked) {
   return varies && asked == FoldMode::assume ? FoldMode::exact : asked;
 }
 
-RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
-                       TpPlacement tp_placement, bool link_tiers, TraceSink* trace) {
-  IterationPlan plan = plan_iteration(s, kernels);
-  plan.fold = fold_under(s.variability, fold);
-  plan.tp_placement = tp_placement;
+std::vector<StageMemory> checked_stage_memory(const ScenarioSpec& s, const IterationPlan& plan, bool allow_oom) {
   const std::vector<StageMemory> memory = plan_memory(s, plan);
   for (std::size_t r = 0; r < memory.size(); ++r)
     if (!allow_oom && memory[r].total > s.gpu.hbm_bytes) {
@@ -103,6 +100,15 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
                     gib(m.weights), gib(m.gradients), gib(m.optimizer), gib(m.activations), gib(m.recompute_workspace));
       throw OutOfMemoryError(s.file, s.parallel_line, "parallel", line);
     }
+  return memory;
+}
+
+RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
+                       TpPlacement tp_placement, bool link_tiers, TraceSink* trace) {
+  IterationPlan plan = plan_iteration(s, kernels);
+  plan.fold = fold_under(s.variability, fold);
+  plan.tp_placement = tp_placement;
+  const std::vector<StageMemory> memory = checked_stage_memory(s, plan, allow_oom);
 
   Cluster cluster = build_cluster(s.cluster);
   apply_link_changes(cluster, s.variability.links);

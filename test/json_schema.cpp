@@ -23,7 +23,7 @@ bool has_type(const nlohmann::json& v, const std::string& type) {
 
 void check(const nlohmann::json& schema, const nlohmann::json& v, const std::string& path, std::vector<std::string>& out) {
   static const std::set<std::string> kKeywords{"$schema", "$id",   "title",      "description", "type",
-                                               "required", "properties", "items", "enum",   "minimum"};
+                                               "required", "properties", "items", "enum",   "minimum", "anyOf"};
   if (!schema.is_object()) {
     out.push_back((path.empty() ? "/" : path) + ": the schema here is not an object");
     return;
@@ -51,6 +51,17 @@ void check(const nlohmann::json& schema, const nlohmann::json& v, const std::str
     if (auto p = schema.find("properties"); p != schema.end())
       for (const auto& [key, sub] : p->items())
         if (auto f = v.find(key); f != v.end()) check(sub, *f, path + "/" + key, out);
+  }
+  // anyOf: some branch conforms; else the problems of the branch nearest to conforming.
+  if (auto any = schema.find("anyOf"); any != schema.end()) {
+    std::vector<std::string> nearest;
+    for (std::size_t b = 0; b < any->size(); ++b) {
+      std::vector<std::string> problems;
+      check((*any)[b], v, path, problems);
+      if (problems.empty()) return;
+      if (b == 0 || problems.size() < nearest.size()) nearest = std::move(problems);
+    }
+    for (std::string& p : nearest) out.push_back(p + " (in the anyOf branch nearest to conforming)");
   }
   if (v.is_array())
     if (auto items = schema.find("items"); items != schema.end())

@@ -1,6 +1,6 @@
 #pragma once
 // A checker for the subset of JSON Schema (draft 2020-12 keywords) that simulator/schemas/ uses:
-// type, required, properties, items, enum, minimum, plus the annotations $schema, $id, title and
+// type, required, properties, items, enum, minimum, anyOf, plus the annotations $schema, $id, title and
 // description. Debian 12's one C++ validator (libvalijson-dev) pulls Qt 5 and Poco in as build
 // dependencies; this subset is some eighty lines. A keyword outside it is itself a problem, so a
 // schema cannot ask for a check that is silently skipped.

@@ -1,4 +1,5 @@
 #include "workloads/scenario.hpp"
+#include "workloads/scenario_node.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -484,7 +485,10 @@ std::vector<std::string> scenario_fields() {
 }
 
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  const YamlField root = YamlField::load_file(path);
+  return load_scenario_node(YamlField::load_file(path), path, overrides);
+}
+
+ScenarioSpec load_scenario_node(const YamlField& root, const std::string& path, const std::vector<std::string>& overrides) {
   // Megatron-LM's names become ours first, so --set (in our names or theirs) then overrides them.
   apply_key_aliases(root, scenario_key_aliases());
   if (auto p = root.find("parallel")) apply_key_aliases(*p, parallel_key_aliases());

@@ -11,10 +11,12 @@
 #include <spdlog/spdlog.h>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/cli/run_jobs.hpp"
 #include "simulator/draw_summary.hpp"
 #include "simulator/trace_writer.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
+#include "workloads/jobs.hpp"
 
 namespace clustersim::cli {
 
@@ -233,6 +235,16 @@ void add_run_command(CLI::App& app) {
     if (trace_ranks->count() > 0 && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
+    if (is_jobs_scenario(o->scenario)) {  // several jobs on one cluster: cmd_run_jobs.cpp
+      JobsRunOptions jobs{o->scenario, o->overrides, o->json, o->csv, o->solver, o->allow_oom, {}};
+      const std::pair<bool, const char*> single[] = {
+          {!o->trace.empty(), "--trace"}, {!o->report.empty(), "--report"}, {!o->kernels.empty(), "--kernels"},
+          {o->repeat > 1, "--repeat"}, {o->fold_given, "--fold"}, {o->tp_collectives != "auto", "--tp-collectives"},
+          {!o->calibration.empty(), "--calibration"}, {!o->catalog.empty(), "--catalog"}};
+      for (const auto& [given, name] : single)
+        if (given) jobs.single_job_options.push_back(name);
+      return run_jobs_scenario(jobs);
+    }
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
     std::vector<std::string> overrides = o->overrides;
     if (!o->catalog.empty()) overrides.push_back(catalog_override(o->catalog));

@@ -1,0 +1,135 @@
+// `clustersim run` on a jobs scenario: several jobs on one cluster, alone and together.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "simulator/cli/commands.hpp"
+#include "simulator/cli/run_jobs.hpp"
+#include "simulator/multi_job.hpp"
+#include "topologies/user_error.hpp"
+
+namespace clustersim::cli {
+
+namespace {
+
+/// "0-63" or "0,2,4,...": runs of consecutive nodes, the first few of them.
+std::string nodes_text(const std::vector<int>& nodes) {
+  std::vector<std::string> runs;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t k = i;
+    while (k + 1 < nodes.size() && nodes[k + 1] == nodes[k] + 1) ++k;
+    runs.push_back(k == i ? std::to_string(nodes[i]) : fmt::format("{}-{}", nodes[i], nodes[k]));
+    i = k + 1;
+  }
+  std::string out;
+  for (std::size_t r = 0; r < runs.size() && r < 3; ++r) out += (r ? "," : "") + runs[r];
+  return runs.size() > 3 ? out + ",..." : out;
+}
+
+/// The largest of a breakdown's field over pipeline ranks: what the slowest stage waited.
+Seconds largest(const IterationResult& it, Seconds RankBreakdown::*field) {
+  Seconds out = 0;
+  for (const RankBreakdown& b : it.ranks) out = std::max(out, b.*field);
+  return out;
+}
+
+nlohmann::ordered_json jobs_json(const JobsScenario& js, const std::vector<JobOutcome>& out, const JobsRunOptions& o) {
+  nlohmann::ordered_json config;
+  config["scenario"] = js.name;
+  config["file"] = js.file;
+  config["cluster"] = js.jobs.front().scenario.cluster.name;
+  config["cluster_file"] = js.cluster_file;
+  config["solver"] = o.solver;
+  config["allow_oom"] = o.allow_oom;
+  config["fold"] = "none";
+  config["jobs"] = nlohmann::ordered_json::array();
+  for (const JobSpec& j : js.jobs) {
+    nlohmann::ordered_json c = scenario_config_json(j.scenario);
+    c["job"] = j.name;
+    c["placement"] = to_string(j.placement.policy);
+    c["nodes"] = j.nodes;
+    config["jobs"].push_back(c);
+  }
+  config["background"] = nlohmann::ordered_json::array();
+  for (const BackgroundTraffic& b : js.background)
+    config["background"].push_back({{"link", b.link.name}, {"rate_GBps", b.rate_Bps / 1e9}});
+  nlohmann::ordered_json j = json_document("run", config);
+  j["scenario"] = js.name;
+  int gpus = 0;
+  for (const JobOutcome& r : out) gpus += r.gpus;
+  j["gpus"] = gpus;
+  j["fold"] = "none";
+  j["jobs"] = nlohmann::ordered_json::array();
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const JobOutcome& r = out[k];
+    const ScenarioSpec& s = js.jobs[k].scenario;
+    const double tokens = static_cast<double>(s.global_batch) * s.model.seq_len;
+    j["jobs"].push_back({{"job", r.name},
+                         {"gpus", r.gpus},
+                         {"placement", to_string(js.jobs[k].placement.policy)},
+                         {"nodes", r.nodes},
+                         {"alone_s", r.alone.iteration_s},
+                         {"together_s", r.together.iteration_s},
+                         {"slowdown", r.slowdown()},
+                         {"tokens_per_s_alone", tokens / r.alone.iteration_s},
+                         {"tokens_per_s_together", r.tokens_per_s_together},
+                         {"replicas", r.together.replicas},
+                         {"simulated_replicas", r.together.simulated_replicas},
+                         {"tp_collectives", r.together.tp_collectives},
+                         {"exposed_dp_s", {{"alone", largest(r.alone, &RankBreakdown::dp_exposed_s)},
+                                           {"together", largest(r.together, &RankBreakdown::dp_exposed_s)}}},
+                         {"exposed_pp_s", {{"alone", largest(r.alone, &RankBreakdown::pp_exposed_s)},
+                                           {"together", largest(r.together, &RankBreakdown::pp_exposed_s)}}}});
+  }
+  return j;
+}
+
+void print_jobs(const JobsScenario& js, const std::vector<JobOutcome>& out) {
+  const ScenarioSpec& first = js.jobs.front().scenario;
+  std::cout << fmt::format("# clustersim run: {} ({} jobs on {}: {} nodes of {} {}; every replica of every job simulated)\n",
+                           js.name, js.jobs.size(), first.cluster.name, first.cluster.fabric.nodes, first.cluster.node.gpus,
+                           first.gpu.name);
+  for (const BackgroundTraffic& b : js.background)
+    std::cout << fmt::format("background              {:.3f} GB/s on {}, each direction (taken off its capacity)\n",
+                             b.rate_Bps / 1e9, b.link.name);
+  std::cout << "# alone: the job by itself on the cluster, on the same nodes; together: every job at once\n";
+  std::cout << fmt::format("# {:<10} {:>6} {:<16} {:<13} {:>10} {:>12} {:>9} {:>19} {:>19}\n", "job", "GPUs", "nodes",
+                           "placement", "alone (s)", "together (s)", "slowdown", "exposed DP (s)", "exposed PP (s)");
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const JobOutcome& r = out[k];
+    // Rounding can leave a job that shares nothing a hair below zero: print it as the 0 it is.
+    const double percent = std::abs(r.slowdown()) < 5e-7 ? 0.0 : 100 * r.slowdown();
+    std::cout << fmt::format("  {:<10} {:>6} {:<16} {:<13} {:>10.3f} {:>12.3f} {:>+8.2f}% {:>19} {:>19}\n", r.name, r.gpus,
+                             nodes_text(r.nodes), to_string(js.jobs[k].placement.policy), r.alone.iteration_s,
+                             r.together.iteration_s, percent,
+                             fmt::format("{:.3f} -> {:.3f}", largest(r.alone, &RankBreakdown::dp_exposed_s),
+                                         largest(r.together, &RankBreakdown::dp_exposed_s)),
+                             fmt::format("{:.3f} -> {:.3f}", largest(r.alone, &RankBreakdown::pp_exposed_s),
+                                         largest(r.together, &RankBreakdown::pp_exposed_s)));
+  }
+  for (const JobOutcome& r : out)
+    if (!r.together.tp_collectives.empty()) std::cout << fmt::format("TP collectives of {:<6} {}\n", r.name, r.together.tp_collectives);
+}
+
+}  // namespace
+
+void run_jobs_scenario(const JobsRunOptions& o) {
+  if (!o.single_job_options.empty())
+    throw UserError("command line", 0, o.single_job_options.front(),
+                    "expected a single-job scenario for this option; a jobs scenario (jobs:) takes --set, --json, --csv, "
+                    "--solver and --allow-oom");
+  const Solver solver = parse_solver(o.solver);
+  const JobsScenario js = named_by("scenario", o.scenario, [&] { return load_jobs_scenario(o.scenario, o.overrides); });
+  if (!o.json.empty()) check_json_path(o.json);
+  check_csv_path(o.csv, o.json);
+  const std::vector<JobOutcome> out = run_jobs(js, solver, o.allow_oom);
+  if (!o.json.empty()) write_json(o.json, jobs_json(js, out, o));
+  if (!o.csv.empty()) write_csv(o.csv, jobs_json(js, out, o)["jobs"]);
+  if (table_to_stdout(o.json, o.csv)) print_jobs(js, out);
+}
+
+}  // namespace clustersim::cli

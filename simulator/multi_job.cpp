@@ -1,0 +1,62 @@
+#include "simulator/multi_job.hpp"
+
+#include <memory>
+
+#include "simulator/iteration_builder.hpp"
+#include "simulator/memory_check.hpp"
+#include "workloads/plan_iteration.hpp"
+
+namespace clustersim {
+
+std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool allow_oom) {
+  const Cluster cluster = shared_cluster(js);
+  std::vector<IterationPlan> plans;
+  plans.reserve(js.jobs.size());  // builders hold references into it
+  for (const JobSpec& j : js.jobs) {
+    IterationPlan& plan = plans.emplace_back(plan_iteration(j.scenario));
+    checked_stage_memory(j.scenario, plan, allow_oom);
+    plan.fold = FoldMode::none;
+    // Speeds are by cluster GPU id, as the job's variability names them.
+    plan.gpu_speed = gpu_speeds(j.scenario.variability, cluster.gpu_count(), cluster.gpus_per_node());
+    place_plan(plan, j.nodes, cluster.gpus_per_node());
+  }
+  Router router(cluster);
+  router.remember_routes();
+  FabricEngine engine(cluster, solver);
+
+  std::vector<JobOutcome> out(js.jobs.size());
+  for (std::size_t j = 0; j < js.jobs.size(); ++j) {
+    out[j].name = js.jobs[j].name;
+    out[j].gpus = js.jobs[j].scenario.gpus();
+    out[j].nodes = js.jobs[j].nodes;
+    out[j].alone = simulate_iteration(engine, router, plans[j]);
+  }
+  // Together: each job's graph, its flow ids shifted past the jobs before it, in one run.
+  std::vector<std::unique_ptr<IterationBuilder>> builders;
+  FlowGraph all;
+  std::vector<std::size_t> first;
+  for (const IterationPlan& plan : plans) {
+    auto& b = builders.emplace_back(std::make_unique<IterationBuilder>(engine, router, plan, nullptr));
+    b->share_fabric();
+    const FlowGraph& g = b->build();
+    const auto offset = static_cast<FlowId>(all.flows.size());
+    first.push_back(all.flows.size());
+    all.flows.reserve(all.flows.size() + g.flows.size());
+    for (Flow f : g.flows) {
+      for (FlowId& a : f.after) a += offset;
+      all.flows.push_back(std::move(f));
+    }
+  }
+  first.push_back(all.flows.size());
+  const std::vector<Seconds> finish = engine.run(all);
+  for (std::size_t j = 0; j < builders.size(); ++j) {
+    const std::vector<Seconds> own(finish.begin() + static_cast<std::ptrdiff_t>(first[j]),
+                                   finish.begin() + static_cast<std::ptrdiff_t>(first[j + 1]));
+    out[j].together = builders[j]->account(own);
+    const ScenarioSpec& s = js.jobs[j].scenario;
+    out[j].tokens_per_s_together = static_cast<double>(s.global_batch) * s.model.seq_len / out[j].together.iteration_s;
+  }
+  return out;
+}
+
+}  // namespace clustersim

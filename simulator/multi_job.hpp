@@ -1,0 +1,30 @@
+#pragma once
+// Several jobs on one cluster: every job's iteration flow graph on one engine at once, sharing
+// the fabric's links by max-min, beside each job alone on the same cluster in the same place. The
+// difference is what the jobs cost each other (background traffic is the cluster's and is in both).
+#include <string>
+#include <vector>
+
+#include "simulator/engine.hpp"
+#include "simulator/iteration.hpp"
+#include "workloads/jobs.hpp"
+
+namespace clustersim {
+
+struct JobOutcome {
+  std::string name;
+  int gpus = 0;
+  std::vector<int> nodes;
+  IterationResult alone;     // the job by itself on the cluster, on the same nodes
+  IterationResult together;  // with every job of the scenario running at once
+  double tokens_per_s_together = 0;
+  double slowdown() const { return together.iteration_s / alone.iteration_s - 1; }
+};
+
+/// Every replica of every job is simulated (FoldMode::none): a fold proven on one job's traffic
+/// says nothing of the others' on its links. A TP group that spans nodes runs in place together,
+/// since other jobs may load the fabric links it crosses. Memory beyond a GPU's HBM is an
+/// OutOfMemoryError at the job's scenario unless allow_oom.
+std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver = Solver::fluid, bool allow_oom = false);
+
+}  // namespace clustersim
