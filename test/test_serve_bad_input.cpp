@@ -66,7 +66,7 @@ TEST_CASE("serve: every numeric field is range-checked at its line", "[serve]") 
       {"serving.parallel.pp=81", "serving.parallel.pp", "expected at most one pipeline stage per layer"},
       {"serving.kv_cache.block_tokens=0", "serving.kv_cache.block_tokens", "expected an integer from 1 to 1024"},
       {"serving.kv_cache.memory_fraction=2", "serving.kv_cache.memory_fraction", "expected a number from 0.01 to 1"},
-      {"serving.kv_cache.dtype=int4", "serving.kv_cache.dtype", "bf16"},
+      {"serving.kv_cache.dtype=int4", "serving.kv_cache.dtype", "expected one of: bf16, fp16, fp8"},
       {"serving.scheduler.max_batch_tokens=0", "serving.scheduler.max_batch_tokens", "expected an integer from 1"},
       {"serving.scheduler.max_batch_requests=100000", "serving.scheduler.max_batch_requests", "expected an integer from 1 to 65536"},
       {"serving.series_interval_s=0", "serving.series_interval_s", "expected a number from"},
