@@ -3,6 +3,7 @@
 // scheduler, router, speculation and disaggregation against what they promise.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -222,4 +223,23 @@ TEST_CASE("disaggregated: the KV cache crosses the routed path at its bottleneck
   CHECK(m.kv_transfer_mean_s >= expected);
   CHECK(m.kv_transfer_mean_s < expected + 20e-6);  // the path's latencies: a few microseconds
   for (const RequestState& q : r.requests) CHECK(q.replica >= s.disaggregation.prefill_replicas);
+}
+
+TEST_CASE("serve --csv writes a row a request, --trace a slice an iteration, and a rerun the same bytes", "[serve]") {
+  const std::string csv = test::temp_file("", ".csv"), trace = test::temp_file("", ".json");
+  const std::string args = "serve " + kTp8 + " --set serving.requests.duration_s=3 --set serving.replicas=2 -q --csv " + csv +
+                           " --trace " + trace;
+  const auto first = test::run_cli(args);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.stdout_text.empty());  // -q
+  const std::string rows = test::read_file(csv), slices = test::read_file(trace);
+  const ServeResult r = simulate_serving(tp8({"serving.requests.duration_s=3", "serving.replicas=2"}));
+  CHECK(std::count(rows.begin(), rows.end(), '\n') == long(r.requests.size()) + 1);  // and the header
+  const nlohmann::json t = nlohmann::json::parse(slices);
+  long iterations = 0;
+  for (const auto& e : t.at("traceEvents")) iterations += e.at("ph") == "X" ? 1 : 0;
+  CHECK(iterations == r.iterations);
+  REQUIRE(test::run_cli(args).exit_code == 0);
+  CHECK(test::read_file(csv) == rows);
+  CHECK(test::read_file(trace) == slices);
 }
