@@ -243,3 +243,15 @@ TEST_CASE("serve --csv writes a row a request, --trace a slice an iteration, and
   CHECK(test::read_file(csv) == rows);
   CHECK(test::read_file(trace) == slices);
 }
+
+TEST_CASE("the shipped trace scenario serves its five rows, each from its own arrival", "[serve]") {
+  const ServingSpec s = load_serving(source_path("scenarios/serving/llama3-70b-h100-trace.yaml"));
+  const ServeResult r = simulate_serving(s);
+  REQUIRE(r.requests.size() == 5);
+  const long outputs[] = {128, 64, 256, 32, 200};
+  for (std::size_t i = 0; i < 5; ++i) {
+    CHECK(r.requests[i].generated == outputs[i]);
+    CHECK(r.requests[i].first_token_s > r.requests[i].request.arrival_s);
+  }
+  CHECK(r.requests[3].request.arrival_s == 1.10);
+}
