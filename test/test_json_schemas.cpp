@@ -111,15 +111,25 @@ TEST_CASE("goodput --json conforms to goodput.schema.json, its Monte-Carlo with 
   CHECK(j.contains("monte_carlo"));
 }
 
+TEST_CASE("serve --json conforms to serve.schema.json, with an SLO, disaggregation and speculation", "[json]") {
+  const auto j = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") + " --set serving.requests.duration_s=5");
+  CHECK(j.at("summary").contains("goodput_requests_per_s"));
+  CHECK(j.at("requests").size() == j.at("summary").at("requests"));
+  const auto d = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-disagg.yaml") + " --set serving.requests.duration_s=3");
+  CHECK(d.at("summary").contains("kv_transfer_mean_s"));
+  const auto sp = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-speculative.yaml") + " --set serving.requests.duration_s=5");
+  CHECK(sp.at("summary").contains("tokens_per_decode_step"));
+}
+
 TEST_CASE("bench --json with --scenarios or --fabric-only is one line naming --json, exit 2", "[json]") {
   const auto r = test::run_cli("bench --fabric-only --cluster " + kA100 + " --json -");
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
-  CHECK(r.stderr_text == "error: command line: --json: expected the collective bench: --scenarios, --fabric-only, --search and --goodput print text only\n");
+  CHECK(r.stderr_text == "error: command line: --json: expected the collective bench: --scenarios, --fabric-only, --search, --goodput and --serve print text only\n");
 }
 
 TEST_CASE("every shipped schema uses only the keywords the checker implements", "[json]") {
-  for (const char* command : {"run", "compare", "collective", "topology", "list", "validate", "calibrate", "bench"}) {
+  for (const char* command : {"run", "compare", "collective", "topology", "list", "validate", "calibrate", "bench", "serve"}) {
     INFO(command);
     const nlohmann::json schema = schema_of(command);
     CHECK(schema.at("properties").at("schema_version").at("enum") == nlohmann::json::array({2}));

@@ -484,6 +484,14 @@ std::vector<std::string> scenario_fields() {
   return out;
 }
 
+std::string resolve_scenario_path(const std::filesystem::path& dir, const YamlField& field) { return resolve(dir, field); }
+
+void read_scenario_cluster(const std::filesystem::path& dir, const YamlField& field, ScenarioSpec& s,
+                           const std::vector<std::string>& overrides, const std::optional<YamlField>& catalog) {
+  read_cluster(dir, field, s, overrides, catalog);
+  s.cluster_overrides = overrides;
+}
+
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   return load_scenario_node(YamlField::load_file(path), path, overrides);
 }

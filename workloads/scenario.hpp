@@ -7,6 +7,8 @@
 // GPU catalog is the scenario's `catalog:` (the CLI's --catalog) when given; else gpus.yaml beside
 // the cluster file, else in the folder above it (scenarios/gpus.yaml for the shipped clusters), so a
 // copied scenarios/ tree, or a cluster with its catalog beside it, carries its own.
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,6 +136,15 @@ std::optional<LayoutProblem> layout_problem(const ScenarioSpec& s, int gpus, boo
 /// A --set of tp, pp, cp or gpus without one of dp derives dp again from the GPU count; a layout may
 /// also leave one of tp, pp and dp out of the file (it is derived the same way).
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// A path a file names at `field`, relative to `dir` (the file's folder) unless absolute; one that
+/// cannot be opened is an error at the field. Serving files (workloads/serving) name theirs so.
+std::string resolve_scenario_path(const std::filesystem::path& dir, const YamlField& field);
+/// The cluster `field` names, with "cluster.PATH=VALUE" `overrides` applied, and its GPU from
+/// `catalog` or the catalog beside it: fills s.cluster_file, cluster, catalog_file, gpu and
+/// cluster_overrides, as load_scenario does. Serving files read their cluster with it.
+void read_scenario_cluster(const std::filesystem::path& dir, const YamlField& field, ScenarioSpec& s,
+                           const std::vector<std::string>& overrides, const std::optional<YamlField>& catalog);
 
 /// Every field --set can reach, as dotted paths ("parallel.tp"), for messages and listings.
 std::vector<std::string> scenario_fields();

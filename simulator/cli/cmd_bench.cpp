@@ -52,6 +52,7 @@ struct BenchOptions {
   std::vector<std::string> search;  // search's screen over these scenarios' whole space (bench_search.hpp)
   std::string json, csv;
   std::string goodput;       // a scenario: time its goodput Monte-Carlo (cmd_goodput.cpp)
+  bool serve = false;        // time issue 19's serving cases (cmd_serve.cpp)
   std::string trials = "1000";
 };
 
@@ -195,11 +196,13 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--csv", o->csv, "also write the collective timings as CSV (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--goodput", o->goodput, "time the goodput Monte-Carlo of this scenario over 54 days instead");
   cmd->add_option("--trials", o->trials, "with --goodput: Monte-Carlo trials (1000)");
+  cmd->add_flag("--serve", o->serve, "time serve: 1 h at 10 req/s on one 8-GPU replica, and 1,000 replicas for 10 min, instead");
   cmd->callback([o] {
     for (const auto& [option, path] : {std::pair{"--json", &o->json}, std::pair{"--csv", &o->csv}})
-      if (!path->empty() && (!o->scenarios.empty() || o->fabric_only || !o->search.empty() || !o->goodput.empty()))
+      if (!path->empty() && (!o->scenarios.empty() || o->fabric_only || !o->search.empty() || !o->goodput.empty() || o->serve))
         throw UserError("command line", 0, option,
-                        "expected the collective bench: --scenarios, --fabric-only, --search and --goodput print text only");
+                        "expected the collective bench: --scenarios, --fabric-only, --search, --goodput and --serve print text only");
+    if (o->serve) return bench_serve(parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->search.empty()) return bench_search(o->search, parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->goodput.empty())
       return bench_goodput(o->goodput, parse_integer(o->trials, "--trials", 1, 10'000'000), parse_integer(o->repeat, "--repeat", 1, 1000));

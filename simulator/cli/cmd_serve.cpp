@@ -1,0 +1,205 @@
+// `clustersim serve`: an inference fleet under a request stream (a serving file,
+// scenarios/serving/*.yaml): TTFT, TPOT and end-to-end latency percentiles, throughput, goodput
+// under the SLO, KV cache and batch occupancy over time (simulator/serve_sim.hpp has the loop).
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <optional>
+
+#include "simulator/cli/bench_clock.hpp"
+#include "simulator/cli/commands.hpp"
+#include "simulator/draw_summary.hpp"
+#include "simulator/serve_report.hpp"
+#include "simulator/trace_writer.hpp"
+#include "workloads/serving/serving_spec.hpp"
+
+namespace clustersim::cli {
+
+namespace {
+
+struct ServeOptions {
+  std::string serving;
+  std::vector<std::string> overrides;
+  std::string json, csv, trace;
+};
+
+nlohmann::ordered_json latency_json(const LatencySummary& l) {
+  return {{"count", l.count}, {"mean_s", l.mean_s}, {"p50_s", l.p50_s}, {"p90_s", l.p90_s}, {"p99_s", l.p99_s}, {"max_s", l.max_s}};
+}
+
+const char* arrival_name(ArrivalKind a) {
+  return a == ArrivalKind::poisson ? "poisson" : a == ArrivalKind::gamma ? "gamma" : "trace";
+}
+
+nlohmann::ordered_json config_json(const ServingSpec& s) {
+  const RequestStreamSpec& q = s.requests;
+  nlohmann::ordered_json requests = {{"arrival", arrival_name(q.arrival)}, {"seed", q.seed}};
+  if (q.arrival == ArrivalKind::trace) {
+    requests["trace"] = q.trace_file;
+  } else {
+    requests["rate_per_s"] = q.rate_per_s;
+    if (q.arrival == ArrivalKind::gamma) requests["cv"] = q.cv;
+    requests["duration_s"] = q.duration_s;
+    requests["prompt_tokens"] = {{"min", q.prompt_tokens.min}, {"max", q.prompt_tokens.max}};
+    requests["output_tokens"] = {{"min", q.output_tokens.min}, {"max", q.output_tokens.max}};
+  }
+  nlohmann::ordered_json j = {
+      {"file", s.file}, {"name", s.name}, {"cluster", s.cluster_file}, {"gpu", s.gpu.name}, {"model", s.model.name},
+      {"precision", s.precision}, {"replicas", s.replicas}, {"gpus", s.gpus()},
+      {"parallel", {{"tp", s.parallel.tp}, {"pp", s.parallel.pp}, {"ep", s.parallel.ep}}},
+      {"kv_cache", {{"dtype", s.kv.dtype}, {"block_tokens", s.kv.block_tokens}, {"memory_fraction", s.kv.memory_fraction}}},
+      {"scheduler",
+       {{"max_batch_tokens", s.scheduler.max_batch_tokens}, {"max_batch_requests", s.scheduler.max_batch_requests},
+        {"chunked_prefill", s.scheduler.chunked_prefill},
+        {"priority", s.scheduler.priority == SchedulePriority::decode ? "decode" : "prefill"}}},
+      {"router", to_string(s.router)}, {"requests", requests}};
+  if (s.slo.declared) j["slo"] = {{"ttft_s", s.slo.ttft_s}, {"tpot_s", s.slo.tpot_s}};
+  if (s.disaggregation.enabled)
+    j["disaggregated"] = {{"prefill_replicas", s.disaggregation.prefill_replicas}, {"decode_replicas", s.disaggregation.decode_replicas}};
+  if (s.speculative.method != SpeculativeMethod::none)
+    j["speculative"] = {{"method", s.speculative.method == SpeculativeMethod::draft ? "draft" : "mtp"},
+                        {"tokens", s.speculative.tokens}, {"acceptance_rate", s.speculative.acceptance_rate},
+                        {"draft_model", s.speculative.draft_model ? s.speculative.draft_model->name : ""}};
+  return j;
+}
+
+nlohmann::ordered_json request_rows(const ServeResult& r) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const RequestState& q : r.requests) {
+    const Seconds tpot = q.generated > 1 ? (q.finish_s - q.first_token_s) / double(q.generated - 1) : 0;
+    rows.push_back({{"id", q.request.id}, {"arrival_s", q.request.arrival_s}, {"prompt_tokens", q.request.prompt_tokens},
+                    {"output_tokens", q.request.output_tokens}, {"replica", q.replica},
+                    {"ttft_s", q.first_token_s - q.request.arrival_s}, {"tpot_s", tpot},
+                    {"e2e_s", q.finish_s - q.request.arrival_s}, {"preemptions", q.preemptions}});
+  }
+  return rows;
+}
+
+nlohmann::ordered_json serve_json(const ServingSpec& s, const ServeResult& r, const ServeSummary& m) {
+  nlohmann::ordered_json j = json_document("serve", config_json(s));
+  const ReplicaMemory& mem = r.memory;
+  j["memory"] = {{"usable_bytes", mem.usable_bytes}, {"weight_bytes", mem.weight_bytes}, {"workspace_bytes", mem.workspace_bytes},
+                 {"kv_bytes", mem.kv_bytes}, {"kv_bytes_per_token", mem.kv_bytes_per_token}, {"block_bytes", mem.block_bytes},
+                 {"blocks", mem.blocks}, {"stage_layers", mem.stage_layers}};
+  nlohmann::ordered_json summary = {
+      {"requests", m.requests}, {"duration_s", m.duration_s}, {"ttft", latency_json(m.ttft)}, {"tpot", latency_json(m.tpot)},
+      {"e2e", latency_json(m.e2e)}, {"requests_per_s", m.requests_per_s}, {"output_tokens_per_s", m.output_tokens_per_s},
+      {"prompt_tokens_per_s", m.prompt_tokens_per_s}, {"kv_utilization_mean", m.kv_utilization_mean},
+      {"kv_utilization_peak", m.kv_utilization_peak}, {"batch_requests_mean", m.batch_requests_mean},
+      {"batch_tokens_mean", m.batch_tokens_mean}, {"batch_requests_max", m.batch_requests_max},
+      {"iterations", m.iterations}, {"preemptions", m.preemptions}};
+  if (s.slo.declared) {
+    summary["slo_met"] = m.slo_met;
+    summary["slo_met_fraction"] = m.slo_met_fraction;
+    summary["goodput_requests_per_s"] = m.goodput_requests_per_s;
+  }
+  if (s.disaggregation.enabled) summary["kv_transfer_mean_s"] = m.kv_transfer_mean_s;
+  if (s.speculative.method != SpeculativeMethod::none) summary["tokens_per_decode_step"] = m.tokens_per_decode_step;
+  j["summary"] = summary;
+  nlohmann::ordered_json series = nlohmann::ordered_json::array();
+  for (const ServeSample& x : r.series)
+    series.push_back({{"time_s", x.time_s}, {"kv_utilization", x.kv_utilization}, {"running", x.running}, {"waiting", x.waiting}});
+  j["series"] = series;
+  j["requests"] = request_rows(r);
+  return j;
+}
+
+std::string ms(Seconds s) { return fmt::format("{:.1f} ms", s * 1e3); }
+
+void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary& m) {
+  const double gib = 1024.0 * 1024 * 1024;
+  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}, {} GPUs of {})\n", s.name,
+                           s.model.name, s.precision, s.replicas, s.parallel.tp, s.parallel.pp,
+                           s.parallel.ep > 1 ? fmt::format(" ep {}", s.parallel.ep) : "", s.gpus(), s.gpu.name);
+  if (s.disaggregation.enabled)
+    std::cout << fmt::format("disaggregated: {} prefill and {} decode replicas; KV transfer {} on average\n",
+                             s.disaggregation.prefill_replicas, s.disaggregation.decode_replicas, ms(m.kv_transfer_mean_s));
+  const ReplicaMemory& mem = r.memory;
+  std::cout << fmt::format("memory per GPU: {:.2f} GiB usable, weights {:.2f}, activations {:.2f}, KV cache {:.2f} GiB = {} blocks of {} tokens ({} tokens)\n",
+                           double(mem.usable_bytes) / gib, double(mem.weight_bytes) / gib, double(mem.workspace_bytes) / gib,
+                           double(mem.kv_bytes) / gib, mem.blocks, s.kv.block_tokens, mem.blocks * s.kv.block_tokens);
+  std::cout << fmt::format("{} requests over {:.1f} s: {:.2f} requests/s, {:.0f} output tokens/s, {:.0f} prompt tokens/s\n",
+                           m.requests, m.duration_s, m.requests_per_s, m.output_tokens_per_s, m.prompt_tokens_per_s);
+  std::cout << fmt::format("{:<10}{:>12}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99", "max");
+  for (auto [name, l] : {std::pair{"TTFT", m.ttft}, std::pair{"TPOT", m.tpot}, std::pair{"E2E", m.e2e}})
+    std::cout << fmt::format("{:<10}{:>12}{:>12}{:>12}{:>12}{:>12}\n", name, ms(l.mean_s), ms(l.p50_s), ms(l.p90_s),
+                             ms(l.p99_s), ms(l.max_s));
+  if (s.slo.declared)
+    std::cout << fmt::format("SLO (TTFT {}, TPOT {}): {} of {} requests met it ({:.1f}%), goodput {:.2f} requests/s\n",
+                             s.slo.ttft_s > 0 ? ms(s.slo.ttft_s) : "-", s.slo.tpot_s > 0 ? ms(s.slo.tpot_s) : "-", m.slo_met,
+                             m.requests, 100 * m.slo_met_fraction, m.goodput_requests_per_s);
+  std::cout << fmt::format("KV cache use: mean {:.1f}%, peak {:.1f}%; batch: mean {:.1f} requests and {:.0f} tokens, max {} requests; {} iterations, {} preemptions\n",
+                           100 * m.kv_utilization_mean, 100 * m.kv_utilization_peak, m.batch_requests_mean, m.batch_tokens_mean,
+                           m.batch_requests_max, m.iterations, m.preemptions);
+  if (s.speculative.method != SpeculativeMethod::none)
+    std::cout << fmt::format("speculative: {:.2f} tokens per decode step\n", m.tokens_per_decode_step);
+  std::cout << "cost per million tokens: not modelled yet (no price catalog)\n";
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "simulate inference serving of a request stream on a fleet of replicas "
+                                              "(a serving file, scenarios/serving/*.yaml): latency percentiles, throughput, goodput");
+  cmd->add_option("serving", o->serving, "serving YAML (scenarios/serving/)")->required();
+  cmd->add_option("--set", o->overrides, "override a field: --set serving.requests.rate_per_s=20 (repeatable)");
+  cmd->add_option("--json", o->json, "write the summary, series and per-request rows as JSON (- or /dev/stdout: to stdout, without the text report)");
+  cmd->add_option("--csv", o->csv, "write the per-request rows as CSV, JSON's field names (- or /dev/stdout: to stdout)");
+  cmd->add_option("--trace", o->trace, "write each replica's iterations as a Chrome/Perfetto trace (gzip when FILE ends .json.gz)");
+  cmd->callback([o] {
+    check_input_path(o->serving, "serving");
+    const ServingSpec s = named_by("serving", o->serving, [&] { return load_serving(o->serving, o->overrides); });
+    if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
+    if (!o->trace.empty()) check_output_path(o->trace, "--trace");
+    std::optional<TraceWriter> trace;
+    if (!o->trace.empty()) trace.emplace(o->trace, GpuSelection{}, "--trace");
+    const ServeResult r = simulate_serving(s, trace ? &*trace : nullptr);
+    if (trace) trace->finish();
+    const ServeSummary m = summarize_serving(s, r);
+    if (!o->json.empty()) write_json(o->json, serve_json(s, r, m));
+    if (!o->csv.empty()) write_csv(o->csv, request_rows(r));
+    if (table_to_stdout(o->json, o->csv)) print_report(s, r, m);
+  });
+}
+
+void bench_serve(long repeat) {
+  // Issue 19's targets: one hour at 10 requests/s on one 8-GPU replica (<= 10 s on one core), and
+  // 1,000 replicas for ten simulated minutes (<= 5 min).
+  struct Case {
+    const char* what;
+    const char* file;
+    std::vector<std::string> sets;
+  };
+  const std::vector<Case> cases = {
+      {"1 replica x 8 GPUs, 1 h at 10 req/s", "scenarios/serving/llama3-70b-h100-tp8.yaml",
+       {"serving.requests.rate_per_s=10", "serving.requests.duration_s=3600"}},
+      {"1000 replicas x 8 GPUs, 10 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet.yaml", {}}};
+  std::cout << fmt::format("# clustersim bench --serve: median of {} runs; cpu is one core's\n", repeat);
+  std::cout << fmt::format("# {:<48} {:>10} {:>10} {:>12} {:>12}\n", "case", "wall(s)", "cpu(s)", "requests", "iterations");
+  for (const Case& c : cases) {
+    const std::string file = shipped_file(c.file);
+    check_input_path(file, "--serve");
+    const ServingSpec s = named_by("--serve", file, [&] { return load_serving(file, c.sets); });
+    std::vector<double> wall, cpu;
+    std::size_t requests = 0;
+    long iterations = 0;
+    for (long k = 0; k < repeat; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = cpu_seconds();
+      const ServeResult r = simulate_serving(s);
+      wall.push_back(seconds_since(t0));
+      cpu.push_back(cpu_seconds() - c0);
+      requests = r.requests.size();
+      iterations = r.iterations;
+    }
+    std::cout << fmt::format("  {:<48} {:>10.3f} {:>10.3f} {:>12} {:>12}\n", c.what, nearest_rank(wall, 50), nearest_rank(cpu, 50),
+                             requests, iterations);
+  }
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,267 @@
+#include "simulator/serve_sim.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <queue>
+#include <set>
+
+#include "topologies/cluster.hpp"
+#include "topologies/user_error.hpp"
+#include "workloads/serving/comm_cost.hpp"
+#include "workloads/serving/iteration_cost.hpp"
+#include "workloads/serving/request_stream.hpp"
+
+namespace clustersim {
+
+namespace {
+
+enum class EventKind { iteration_end, kv_arrival };
+
+struct Event {
+  Seconds time_s;
+  long seq;
+  EventKind kind;
+  long index;  // replica, or request
+  bool operator>(const Event& o) const { return time_s != o.time_s ? time_s > o.time_s : seq > o.seq; }
+};
+
+struct Replica {
+  ReplicaScheduler scheduler;
+  ServeBatch plan;
+  bool busy = false;
+  int first_gpu = 0;
+  SplitMix64 rng;
+  Seconds started_s = 0;
+};
+
+/// Every request must fit a replica's KV cache alone, or it would wait forever.
+void check_fits(const ServingSpec& s, const std::vector<Request>& requests, const ReplicaMemory& mem) {
+  const long extra = s.speculative.tokens + 1;
+  for (const Request& r : requests) {
+    const long tokens = r.prompt_tokens + r.output_tokens + extra;
+    const long blocks = (tokens + s.kv.block_tokens - 1) / s.kv.block_tokens;
+    if (blocks <= mem.blocks) continue;
+    const std::string expected =
+        fmt::format("expected every request to fit a replica's KV cache of {} blocks ({} tokens): request {} needs {} "
+                    "blocks for {} prompt and {} output tokens",
+                    mem.blocks, mem.blocks * s.kv.block_tokens, r.id, blocks, r.prompt_tokens, r.output_tokens);
+    if (r.line > 0) throw UserError(s.requests.trace_file, r.line, "prompt_tokens", expected);
+    throw UserError(s.file, s.requests.line, "serving.requests.prompt_tokens", expected);
+  }
+}
+
+class Loop {
+ public:
+  Loop(const ServingSpec& s, TraceSink* trace)
+      : s_(s), trace_(trace), cluster_(build_cluster(s.cluster)), comm_(cluster_), cost_(s, s.model, comm_) {
+    r_.memory = plan_replica_memory(s);
+    const std::vector<Request> stream = request_stream(s.requests);
+    check_fits(s, stream, r_.memory);
+    if (s.speculative.method == SpeculativeMethod::draft)
+      draft_ = std::make_unique<IterationCost>(s, *s.speculative.draft_model, comm_);
+    const DisaggregationSpec& d = s.disaggregation;
+    r_.replicas = s.replicas;
+    for (int k = 0; k < s.replicas; ++k) {
+      const ReplicaRole role = !d.enabled ? ReplicaRole::both : k < d.prefill_replicas ? ReplicaRole::prefill : ReplicaRole::decode;
+      replicas_.push_back({ReplicaScheduler(s.scheduler, r_.memory.blocks, s.kv.block_tokens, s.speculative.tokens, role),
+                           {}, false, k * s.parallel.gpus(), SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1), 0});
+      if (trace_ && trace_->wants(replicas_.back().first_gpu, true)) trace_->place(replicas_.back().first_gpu, 0, k);
+    }
+    front_end_ = d.enabled ? d.prefill_replicas : s.replicas;
+    for (int k = 0; k < s.replicas; ++k) note_load(k);
+    r_.requests.reserve(stream.size());
+    for (const Request& q : stream) {
+      RequestState st;
+      st.request = q;
+      st.target_tokens = q.prompt_tokens;
+      r_.requests.push_back(st);
+    }
+    interval_s_ = s.series_interval_s;
+    if (interval_s_ <= 0) {
+      const Seconds last = stream.empty() ? 1 : stream.back().arrival_s;
+      interval_s_ = std::max(1e-3, last / 100);
+    }
+  }
+
+  ServeResult run() {
+    std::size_t next = 0;
+    const std::size_t n = r_.requests.size();
+    while (next < n || !events_.empty()) {
+      const bool arrival = next < n && (events_.empty() || r_.requests[next].request.arrival_s < events_.top().time_s);
+      const Seconds now = arrival ? r_.requests[next].request.arrival_s : events_.top().time_s;
+      sample_until(now);
+      if (arrival) {
+        const long id = long(next++);
+        const int k = route(0, front_end_);
+        r_.requests[std::size_t(id)].replica = k;
+        enqueue(k, id);
+        if (!replicas_[std::size_t(k)].busy) start(k, now);
+        continue;
+      }
+      const Event e = events_.top();
+      events_.pop();
+      if (e.kind == EventKind::kv_arrival) {
+        const int k = r_.requests[std::size_t(e.index)].replica;
+        enqueue(k, e.index);
+        if (!replicas_[std::size_t(k)].busy) start(k, now);
+      } else {
+        finish(int(e.index), now);
+      }
+      r_.end_s = now;
+    }
+    for (const Replica& rep : replicas_) r_.preemptions += rep.scheduler.preemptions();
+    for (const RequestState& q : r_.requests)  // our bug, never the user's: a scheduler that stalled
+      if (!q.finished()) throw std::logic_error(fmt::format("serve: request {} never finished (a replica's scheduler stalled)", q.request.id));
+    sample_until(r_.end_s);
+    return std::move(r_);
+  }
+
+ private:
+  /// The replica in [from, to) the router picks.
+  int route(int from, int to) {
+    const RouterKind kind = s_.router;
+    if (kind == RouterKind::round_robin) {
+      int& next = from == 0 ? rr_front_ : rr_back_;
+      const int k = from + next;
+      next = (next + 1) % (to - from);
+      return k;
+    }
+    if (kind == RouterKind::least_loaded) return load_[from == 0 ? 0 : 1].begin()->second;
+    // kv_aware: free blocks change every iteration, so a scan (O(replicas) an arrival).
+    int best = from;
+    for (int k = from + 1; k < to; ++k) {
+      const ReplicaScheduler& a = replicas_[std::size_t(k)].scheduler;
+      const ReplicaScheduler& b = replicas_[std::size_t(best)].scheduler;
+      if (a.free_blocks() != b.free_blocks() ? a.free_blocks() > b.free_blocks() : a.outstanding() < b.outstanding()) best = k;
+    }
+    return best;
+  }
+
+  /// least_loaded's index: (outstanding requests, replica) per pool, kept as they change.
+  void enqueue(int k, long id) {
+    Replica& rep = replicas_[std::size_t(k)];
+    forget_load(k);
+    rep.scheduler.enqueue(id);
+    note_load(k);
+  }
+  void forget_load(int k) { load_[k < front_end_ ? 0 : 1].erase({replicas_[std::size_t(k)].scheduler.outstanding(), k}); }
+  void note_load(int k) { load_[k < front_end_ ? 0 : 1].insert({replicas_[std::size_t(k)].scheduler.outstanding(), k}); }
+
+  void start(int k, Seconds now) {
+    Replica& rep = replicas_[std::size_t(k)];
+    rep.plan = rep.scheduler.plan(r_.requests);
+    rep.busy = !rep.plan.empty();
+    if (!rep.busy) return;
+    const BatchShape& shape = rep.plan.shape;
+    Seconds t = cost_.time(shape).total_s;
+    if (shape.decode_requests > 0 && s_.speculative.method != SpeculativeMethod::none) t += proposer_s(shape);
+    rep.started_s = now;
+    ++r_.iterations;
+    r_.batch_requests_sum += double(rep.plan.items.size());
+    r_.batch_tokens_sum += double(shape.tokens());
+    r_.max_batch_requests = std::max(r_.max_batch_requests, long(rep.plan.items.size()));
+    events_.push({now + t, seq_++, EventKind::iteration_end, k});
+  }
+
+  /// The speculative proposer's time before the verifying forward (see the header).
+  Seconds proposer_s(const BatchShape& shape) {
+    BatchShape d;
+    d.decode_requests = shape.decode_requests;
+    d.decode_context_tokens = shape.decode_context_tokens - double(shape.decode_requests) * (shape.decode_query_tokens - 1);
+    d.decode_query_tokens = 1;
+    d.sampled_rows = shape.decode_requests;
+    const int k = s_.speculative.tokens;
+    if (draft_) return k * draft_->time(d).total_s;
+    const IterationTime one = cost_.time(d);
+    return k * ((one.linear_s + one.attention_s + one.communication_s) / cost_.layers() + one.logits_s);
+  }
+
+  void finish(int k, Seconds now) {
+    Replica& rep = replicas_[std::size_t(k)];
+    const ServeBatch plan = std::move(rep.plan);
+    if (trace_ && trace_->wants(rep.first_gpu, true)) trace_iteration(rep, plan, now);
+    r_.kv_utilization_time_integral +=
+        (now - rep.started_s) * double(rep.scheduler.total_blocks() - rep.scheduler.free_blocks()) / double(rep.scheduler.total_blocks());
+    const int spec = s_.speculative.tokens;
+    const double alpha = s_.speculative.acceptance_rate;
+    auto accepted = [&](long) -> long {
+      long a = 0;
+      while (a < spec && rep.rng.uniform() < alpha) ++a;
+      ++r_.decode_steps;
+      r_.accepted_tokens_sum += double(a + 1);
+      return a + 1;
+    };
+    done_.clear();
+    forget_load(k);
+    rep.scheduler.complete(plan, now, r_.requests, accepted, done_);
+    note_load(k);
+    for (long id : done_) {
+      RequestState& r = r_.requests[std::size_t(id)];
+      if (r.finished()) continue;
+      // Prefilled on the prefill pool: its KV cache moves to a decode replica.
+      const int to = route(front_end_, s_.replicas);
+      const double bytes = double(r.computed_tokens) * r_.memory.kv_bytes_per_token;
+      const Seconds t = comm_.transfer_s(rep.first_gpu, replicas_[std::size_t(to)].first_gpu, bytes);
+      r.replica = to;
+      r_.kv_transfer_s_sum += t;
+      ++r_.kv_transfers;
+      events_.push({now + t, seq_++, EventKind::kv_arrival, id});
+    }
+    rep.busy = false;
+    if (!rep.scheduler.idle()) start(k, now);
+  }
+
+  void trace_iteration(const Replica& rep, const ServeBatch& plan, Seconds now) {
+    long prefill = 0, decode = 0;
+    for (const ScheduledItem& it : plan.items) (it.decode ? decode : prefill) += it.tokens;
+    label_ = fmt::format("{} prefill tokens in {} chunks, {} decode requests", prefill, plan.shape.chunks.size(),
+                         plan.shape.decode_requests);
+    TraceRecord rec;
+    rec.name = prefill > 0 && decode > 0 ? "mixed" : prefill > 0 ? "prefill" : "decode";
+    rec.cat = "serve";
+    rec.start_s = rep.started_s;
+    rec.end_s = now;
+    rec.label = label_;
+    trace_->event(rep.first_gpu, -1, rec);
+  }
+
+  void sample_until(Seconds now) {
+    while (next_sample_s_ <= now) {
+      ServeSample x;
+      x.time_s = next_sample_s_;
+      double used = 0, total = 0;
+      for (const Replica& rep : replicas_) {
+        used += double(rep.scheduler.total_blocks() - rep.scheduler.free_blocks());
+        total += double(rep.scheduler.total_blocks());
+        x.running += rep.scheduler.running();
+        x.waiting += rep.scheduler.outstanding() - rep.scheduler.running();
+      }
+      x.kv_utilization = total > 0 ? used / total : 0;
+      r_.series.push_back(x);
+      next_sample_s_ += interval_s_;
+    }
+  }
+
+  const ServingSpec& s_;
+  TraceSink* trace_;
+  Cluster cluster_;
+  ServingComm comm_;
+  IterationCost cost_;
+  std::unique_ptr<IterationCost> draft_;
+  std::vector<Replica> replicas_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  ServeResult r_;
+  int front_end_ = 0, rr_front_ = 0, rr_back_ = 0;
+  std::set<std::pair<long, int>> load_[2];  // front pool (all, or prefill), decode pool
+  long seq_ = 0;
+  Seconds interval_s_ = 1, next_sample_s_ = 0;
+  std::vector<long> done_;
+  std::string label_;
+};
+
+}  // namespace
+
+ServeResult simulate_serving(const ServingSpec& s, TraceSink* trace) { return Loop(s, trace).run(); }
+
+}  // namespace clustersim

@@ -1,0 +1,59 @@
+#pragma once
+// `clustersim serve`'s discrete-event loop, at iteration granularity: requests arrive (their
+// stream, workloads/serving/request_stream.hpp), a router picks a replica, each replica's scheduler
+// (workloads/serving/scheduler.hpp) forms one batch at a time and the batch takes its iteration's
+// time (workloads/serving/iteration_cost.hpp); the events are arrivals, iteration ends and, with
+// disaggregated serving, KV caches landing on the decode pool. No SimGrid: an iteration's time is
+// a closed form, and replicas share nothing but the router's view.
+//
+// Choices where the serving engines differ or the input is silent:
+//  - replicas are identical and placed on consecutive GPUs (replica r from GPU r x tp x pp), so one
+//    iteration cost serves them all; replicas do not contend on the fabric;
+//  - round_robin cycles the pool; least_loaded picks the fewest requests waiting or running;
+//    kv_aware the most free KV blocks (then the fewest requests); ties go to the lowest index;
+//  - disaggregated: prefill replicas run prompts only, sample the first token and free their
+//    blocks; the KV cache (prompt tokens x the fullest GPU's bytes per token, every GPU pair in
+//    parallel) crosses the routed path between the two replicas' first GPUs at its bottleneck rate
+//    (comm_cost.hpp); the decode replica is chosen when the transfer starts;
+//  - speculative decoding: each decode step first runs the proposer (a draft model's `tokens`
+//    sequential decode steps on the same GPUs, or `tokens` MTP modules, each one target layer and
+//    one output layer), then one target forward verifies tokens + 1 positions per request; token i
+//    is accepted with acceptance_rate while tokens before it were (a seeded draw per step), and the
+//    step emits the accepted tokens and one more from the target.
+#include <vector>
+
+#include "simulator/trace_sink.hpp"
+#include "workloads/serving/replica_memory.hpp"
+#include "workloads/serving/scheduler.hpp"
+#include "workloads/serving/serving_spec.hpp"
+
+namespace clustersim {
+
+struct ServeSample {
+  Seconds time_s = 0;
+  double kv_utilization = 0;  // used blocks over all blocks, every replica together
+  long running = 0, waiting = 0;
+};
+
+struct ServeResult {
+  std::vector<RequestState> requests;  // by id, as the stream gave them
+  std::vector<ServeSample> series;
+  ReplicaMemory memory;
+  long iterations = 0;
+  double batch_requests_sum = 0, batch_tokens_sum = 0;
+  long max_batch_requests = 0;
+  long preemptions = 0;
+  double kv_utilization_time_integral = 0;  // blocks-in-use fraction x seconds, summed per replica
+  Seconds end_s = 0;                        // the last event
+  double kv_transfer_s_sum = 0;
+  long kv_transfers = 0;
+  double accepted_tokens_sum = 0;           // speculative: tokens emitted per decode step, summed
+  long decode_steps = 0;
+  int replicas = 0;
+};
+
+/// Runs the spec's stream to the end (every request finished). `trace`: one slice per iteration
+/// on each replica's first GPU.
+ServeResult simulate_serving(const ServingSpec& s, TraceSink* trace = nullptr);
+
+}  // namespace clustersim

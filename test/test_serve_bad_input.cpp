@@ -1,0 +1,88 @@
+// `clustersim serve`'s bad input: one line `file:line: field: what was expected`, exit status 2,
+// nothing on stdout (test/one_line_error.hpp), for each case issue 19 names and every new range.
+#include <catch2/catch.hpp>
+
+#include "one_line_error.hpp"
+#include "support.hpp"
+
+using namespace clustersim;
+using test::require_one_line_error;
+using test::source_path;
+
+namespace {
+
+/// A serving file with `serving` as its section (and `top` before it), absolute paths to the
+/// shipped cluster and model.
+std::string serving_file(const std::string& serving, const std::string& top = "") {
+  return test::temp_file("name: bad\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") + "\nmodel: " +
+                         source_path("scenarios/models/llama3-70b.yaml") + "\n" + top + "serving:\n" + serving);
+}
+
+const std::string kRequests = "  requests: {arrival: poisson, rate_per_s: 1, duration_s: 1, prompt_tokens: 100, output_tokens: 10}\n";
+
+}  // namespace
+
+TEST_CASE("serve: a model that does not fit its replica says by how many GiB, at serving.parallel", "[serve]") {
+  const std::string file = serving_file("  parallel: {tp: 1}\n" + kRequests);
+  require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":5: serving.parallel:", "GiB over the 72.00 GiB it may use");
+}
+
+TEST_CASE("serve: a malformed trace line is named by its line and column", "[serve]") {
+  const std::string trace = test::temp_file("arrival_s,prompt_tokens,output_tokens\n0.1,100,10\n0.2,lots,10\n", ".csv");
+  const std::string file = serving_file("  parallel: {tp: 8}\n  requests: {arrival: trace, trace: " + trace + "}\n");
+  require_one_line_error(test::run_cli("serve " + file), "error: " + trace + ":3: prompt_tokens:", "expected an integer from 1 to 16777216 tokens, got 'lots'");
+  const std::string jsonl = test::temp_file("{\"arrival_s\": 0, \"prompt_tokens\": 5, \"output_tokens\": 2}\n{\"arrival_s\": 1,\n", ".jsonl");
+  const std::string file2 = serving_file("  parallel: {tp: 8}\n  requests: {arrival: trace, trace: " + jsonl + "}\n");
+  require_one_line_error(test::run_cli("serve " + file2), "error: " + jsonl + ":2: line:", "expected one JSON object per line");
+  const std::string short_row = test::temp_file("arrival_s,prompt_tokens,output_tokens\n0.1,100\n", ".csv");
+  const std::string file3 = serving_file("  parallel: {tp: 8}\n  requests: {arrival: trace, trace: " + short_row + "}\n");
+  require_one_line_error(test::run_cli("serve " + file3), "error: " + short_row + ":2: output_tokens:", "expected 3 fields as the header, got 2");
+}
+
+TEST_CASE("serve: an SLO without a unit is refused at its field", "[serve]") {
+  const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  slo: {ttft: 500, tpot: 50ms}\n");
+  require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":7: serving.slo.ttft:", "expected a duration with its unit (s, ms or us)");
+}
+
+TEST_CASE("serve: a speculative acceptance rate outside [0, 1] is refused", "[serve]") {
+  const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  speculative: {method: mtp, tokens: 2, acceptance_rate: 1.5}\n");
+  require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":7: serving.speculative.acceptance_rate:", "expected a number from 0 to 1");
+}
+
+TEST_CASE("serve: every numeric field is range-checked at its line", "[serve]") {
+  const struct {
+    const char* set;
+    const char* field;
+    const char* expected;
+  } cases[] = {
+      {"serving.requests.rate_per_s=0", "serving.requests.rate_per_s", "expected a number from"},
+      {"serving.requests.duration_s=-1", "serving.requests.duration_s", "expected a number from"},
+      {"serving.requests.prompt_tokens=0", "serving.requests.prompt_tokens", "expected an integer from 1 to"},
+      {"serving.requests.seed=-3", "serving.requests.seed", "expected an integer from 0"},
+      {"serving.replicas=0", "serving.replicas", "expected an integer from 1 to 100000"},
+      {"serving.replicas=1000", "serving.replicas", "expected at most the 1016 GPUs"},
+      {"serving.parallel.tp=3", "serving.parallel.tp", "expected tp to divide the model's 64 heads"},
+      {"serving.parallel.ep=2", "serving.parallel.ep", "expected ep 1: the model has no experts"},
+      {"serving.parallel.pp=81", "serving.parallel.pp", "expected at most one pipeline stage per layer"},
+      {"serving.kv_cache.block_tokens=0", "serving.kv_cache.block_tokens", "expected an integer from 1 to 1024"},
+      {"serving.kv_cache.memory_fraction=2", "serving.kv_cache.memory_fraction", "expected a number from 0.01 to 1"},
+      {"serving.kv_cache.dtype=int4", "serving.kv_cache.dtype", "expected one of: bf16, fp16, fp8"},
+      {"serving.scheduler.max_batch_tokens=0", "serving.scheduler.max_batch_tokens", "expected an integer from 1"},
+      {"serving.scheduler.max_batch_requests=100000", "serving.scheduler.max_batch_requests", "expected an integer from 1 to 65536"},
+      {"serving.series_interval_s=0", "serving.series_interval_s", "expected a number from"},
+      {"serving.speculative.tokens=17", "serving.speculative.tokens", "expected an integer from 1 to 16"},
+  };
+  const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  speculative: {method: mtp, tokens: 2, acceptance_rate: 0.5}\n");
+  for (const auto& c : cases) {
+    INFO(c.set);
+    const auto r = test::run_cli(std::string("serve ") + file + " --set " + c.set);
+    require_one_line_error(r, "error: " + file + ":", std::string(c.field) + ": " + c.expected);
+  }
+}
+
+TEST_CASE("serve: a request longer than a replica's KV cache is refused, an unknown --set names the fields", "[serve]") {
+  const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests);
+  require_one_line_error(test::run_cli("serve " + file + " --set serving.requests.prompt_tokens=16000000"), "error: " + file + ":6: serving.requests.prompt_tokens:",
+                         "expected every request to fit a replica's KV cache");
+  require_one_line_error(test::run_cli("serve " + file + " --set serving.nope=1"), "error: command line: --set:", "unknown serving field 'serving.nope'");
+}

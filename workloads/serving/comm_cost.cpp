@@ -1,0 +1,52 @@
+#include "workloads/serving/comm_cost.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "collectives/tuner_nccl.hpp"
+
+namespace clustersim {
+
+ServingComm::ServingComm(const Cluster& cluster) : cluster_(cluster), router_(cluster) {
+  channels_ = std::max(2, 2 * cluster.spec.node.nics);  // as search's screen: two channels per NIC
+}
+
+Seconds ServingComm::all_reduce_s(const std::vector<int>& group, Bytes bytes) {
+  if (bytes == 0 || group.size() < 2) return 0;
+  auto key = std::make_pair(group, bytes);
+  if (auto it = all_reduce_.find(key); it != all_reduce_.end()) return it->second;
+  Seconds t = 0;
+  const CollectiveRequest req{Op::all_reduce, group, bytes, channels_, Protocol{}, 0};
+  if (auto c = nccl_choose(cluster_, req, std::nullopt, false); c && c->predicted_s) t = *c->predicted_s;
+  if (t == 0) t = nccl_predicted_time(nccl_topology(cluster_, group, channels_), Op::all_reduce, "ring", "Simple", bytes).value_or(0);
+  all_reduce_.emplace(std::move(key), t);
+  return t;
+}
+
+Seconds ServingComm::all_to_all_s(const std::vector<int>& group, double bytes_per_gpu) {
+  const double n = double(group.size());
+  if (bytes_per_gpu <= 0 || n < 2) return 0;
+  const NcclTopology topo = nccl_topology(cluster_, group, channels_);
+  double per_gpu_GBps = topo.intra_GBps;
+  if (topo.nodes > 1) per_gpu_GBps = std::min(per_gpu_GBps, topo.inter_GBps / (n / topo.nodes));
+  return bytes_per_gpu * (n - 1) / n / (per_gpu_GBps * kGiga);
+}
+
+std::pair<BytesPerSecond, Seconds> ServingComm::path(int a, int b) {
+  const auto key = std::make_pair(a, b);
+  if (auto it = paths_.find(key); it != paths_.end()) return it->second;
+  const Route r = router_.route(a, b, flow_hash(a, b, 0));
+  BytesPerSecond bottleneck = std::numeric_limits<double>::infinity();
+  for (LinkDir d : r.links) bottleneck = std::min(bottleneck, cluster_.effective_bandwidth_Bps(link_of(d)));
+  const auto out = std::make_pair(bottleneck, r.latency_s);
+  paths_.emplace(key, out);
+  return out;
+}
+
+Seconds ServingComm::transfer_s(int a, int b, double bytes) {
+  if (a == b || bytes <= 0) return 0;
+  const auto [bw, latency] = path(a, b);
+  return bytes / bw + latency;
+}
+
+}  // namespace clustersim

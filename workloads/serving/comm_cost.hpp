@@ -1,0 +1,42 @@
+#pragma once
+// What a serving iteration's communication costs, without the engine: the same closed forms
+// `search`'s screen prices collectives with (collectives/tuner_nccl.hpp): NCCL's tuner's predicted
+// time for its pick of a TP all-reduce, and NCCL's ring with Simple where it picks none. NCCL does
+// not tune all-to-all or send/recv, so those are bytes over bandwidth: an all-to-all of B bytes per
+// GPU over n ranks moves B (n - 1) / n through each GPU's share of its node's bandwidth (scale-up
+// inside a node, else the lesser of scale-up and its share of the node's NICs, nccl_topology's
+// figures); a point-to-point transfer (a pipeline send, a KV cache moving between pools) is its
+// bytes over the bottleneck link of the routed path (topologies/router.hpp, usable rates after
+// each link type's efficiency) plus the path's latency.
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "topologies/cluster.hpp"
+#include "topologies/router.hpp"
+#include "topologies/units.hpp"
+
+namespace clustersim {
+
+class ServingComm {
+ public:
+  explicit ServingComm(const Cluster& cluster);
+  /// An all-reduce of `bytes` over `group` (GPU ids); 0 for one rank or no bytes. Cached per (group, bytes).
+  Seconds all_reduce_s(const std::vector<int>& group, Bytes bytes);
+  /// An all-to-all where every rank of `group` sends `bytes_per_gpu` spread evenly over the ranks.
+  Seconds all_to_all_s(const std::vector<int>& group, double bytes_per_gpu);
+  /// `bytes` from GPU a to GPU b over the routed path's bottleneck.
+  Seconds transfer_s(int a, int b, double bytes);
+  /// The routed path's bottleneck (usable B/s) and latency, a != b.
+  std::pair<BytesPerSecond, Seconds> path(int a, int b);
+  int channels() const { return channels_; }
+
+ private:
+  const Cluster& cluster_;
+  Router router_;
+  int channels_ = 2;
+  std::map<std::pair<std::vector<int>, Bytes>, Seconds> all_reduce_;
+  std::map<std::pair<int, int>, std::pair<BytesPerSecond, Seconds>> paths_;
+};
+
+}  // namespace clustersim

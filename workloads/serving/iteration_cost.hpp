@@ -1,0 +1,74 @@
+#pragma once
+// The time of one serving iteration of a replica: a batch of prefill chunks and decode steps run as
+// one forward over all their tokens (continuous batching), timed by the compute model's roofline
+// (workloads/compute_model.hpp) op by op and the communication by comm_cost.hpp:
+//  - per layer, the linear ops (projections, FFN or experts, norms, activations, residuals) over all
+//    T tokens of the batch: layer_forward_ops' ops without its attention core. Prefill-sized T makes
+//    them compute-bound; a decode batch's few tokens leave them bound by reading the weights;
+//  - the attention core by phase: one op per prefill chunk (c new tokens against c + context keys,
+//    2 (qk + v) q_heads c (context + c / 2) FLOPs, the catalog's attention curve at the key count,
+//    reading the chunk's Q and O and its keys' KV), and one batched op for every decode query
+//    (reading each request's whole KV cache: memory-bound);
+//  - TP: two all-reduces of T x hidden x 2 B per layer; an MoE layer with ep > 1 replaces the
+//    second by a dispatch and a combine all-to-all of T x top_k x hidden x 2 B / ep per GPU;
+//  - PP: the stages run one after another (no second batch in flight), with a send of
+//    T x hidden x 2 B between stages;
+//  - the output layer over the rows that sample a token.
+// Under an 8-bit precision, GEMMs read 1-byte weights. MoE expert GEMMs read the weights of every
+// local expert the batch's rows reach: E (1 - (1 - 1/E)^rows) of the E = routed / ep local experts
+// under uniform routing. MLA decodes in the latent (DeepSeek-V2's absorbed projections: keys of
+// kv_lora_rank + qk_rope_head_dim, values of kv_lora_rank), and prefills with the full head widths.
+// The linear part depends on T alone, so it is cached per T: exact, not bucketed.
+#include <unordered_map>
+#include <vector>
+
+#include "topologies/cluster.hpp"
+#include "workloads/compute_model.hpp"
+#include "workloads/serving/comm_cost.hpp"
+#include "workloads/serving/serving_spec.hpp"
+
+namespace clustersim {
+
+struct PrefillChunk {
+  long context_tokens = 0;  // already in the KV cache
+  long tokens = 0;          // computed now
+};
+
+struct BatchShape {
+  std::vector<PrefillChunk> chunks;
+  long decode_requests = 0;
+  double decode_context_tokens = 0;  // KV tokens every decode request reads, summed
+  int decode_query_tokens = 1;       // per decode request: 1, or speculative tokens + 1 to verify
+  long sampled_rows = 0;             // rows of the output layer: decode queries and finished prompts
+  long tokens() const;
+};
+
+struct IterationTime {
+  Seconds total_s = 0;
+  Seconds linear_s = 0, attention_s = 0, communication_s = 0, logits_s = 0;
+};
+
+class IterationCost {
+ public:
+  /// `model` is the target, or a draft model on the same replica's GPUs; `first_gpu` the replica's first GPU.
+  IterationCost(const ServingSpec& s, const ModelSpec& model, ServingComm& comm, int first_gpu = 0);
+  IterationTime time(const BatchShape& batch);
+  /// One layer's linear ops (and their TP / EP communication) over `tokens` tokens, dense and MoE
+  /// layers each times their count, over the whole model (every stage).
+  Seconds linear_s(long tokens);
+  Seconds communication_s(long tokens);
+  int layers() const { return model_.layers; }
+
+ private:
+  Seconds ops_s(const std::vector<ComputeOp>& ops) const;
+  const ServingSpec& s_;
+  ModelSpec model_;
+  ServingComm& comm_;
+  std::vector<int> tp_group_;
+  std::vector<int> ep_group_;
+  std::vector<int> stage_first_gpu_;
+  double kv_bytes_token_layer_ = 0;
+  std::unordered_map<long, Seconds> linear_cache_, comm_cache_;
+};
+
+}  // namespace clustersim

@@ -1,0 +1,127 @@
+#pragma once
+// One replica's scheduler, as vLLM and Sarathi-Serve run it: iteration-level continuous batching
+// (a request joins and leaves the batch between forwards, Orca), a token budget per iteration
+// (max_batch_tokens) that prompts fill in chunks (Sarathi's chunked prefill) and at most
+// max_batch_requests requests; paged KV blocks allocated as tokens are computed; when a running
+// request needs a block and none is free, the most recently admitted running request is preempted
+// by recompute (vLLM's default): its blocks are freed and it waits at the head of the queue to
+// prefill its prompt and the tokens it generated again.
+//  - priority decode (vLLM with chunked prefill, Sarathi's stall-free batching): every running
+//    decode first, then prefill chunks fill what is left of the budget;
+//  - priority prefill (vLLM without chunked prefill, Orca-like): an iteration with prefill work runs
+//    only prefills; decodes run when no prompt can be admitted.
+// Without chunked prefill a prompt runs whole; one longer than the budget runs alone.
+// Requests live in the caller's table, indexed by id; the scheduler keeps their ids.
+#include <deque>
+#include <vector>
+
+#include "workloads/serving/iteration_cost.hpp"
+#include "workloads/serving/request_stream.hpp"
+#include "workloads/serving/serving_spec.hpp"
+
+namespace clustersim {
+
+struct RequestState {
+  Request request;
+  long target_tokens = 0;    // KV tokens its prefill must compute: the prompt, or prompt + generated after a preemption
+  long computed_tokens = 0;  // KV tokens in the cache
+  long generated = 0;        // output tokens emitted
+  long blocks = 0;
+  int replica = -1;
+  int preemptions = 0;
+  Seconds first_token_s = -1, finish_s = -1, last_token_s = -1;
+  bool prefilling() const { return computed_tokens < target_tokens; }
+  bool finished() const { return generated >= request.output_tokens; }
+};
+
+/// What one iteration runs, and what it means for each request.
+struct ScheduledItem {
+  long id = 0;
+  long tokens = 0;  // a prefill chunk's tokens; a decode step's query tokens
+  bool decode = false;
+};
+struct ServeBatch {
+  std::vector<ScheduledItem> items;
+  BatchShape shape;
+  bool empty() const { return items.empty(); }
+};
+
+/// What a replica does: everything, or one side of disaggregated serving.
+enum class ReplicaRole { both, prefill, decode };
+
+class ReplicaScheduler {
+ public:
+  ReplicaScheduler(const SchedulerSpec& spec, long blocks, int block_tokens, int speculative_tokens, ReplicaRole role);
+  /// A request routed here (new, or arriving from the prefill pool with its KV cache).
+  void enqueue(long id);
+  /// The next iteration's batch; allocates its blocks and preempts where blocks run out.
+  ServeBatch plan(std::vector<RequestState>& requests);
+  /// Applies an iteration that ended at `end_s`: `accepted(id)` gives a decode step's emitted
+  /// tokens (1 without speculation). Fills `done` with the requests that leave this replica
+  /// (finished, or under ReplicaRole::prefill prefilled).
+  template <typename Accepted>
+  void complete(const ServeBatch& plan, Seconds end_s, std::vector<RequestState>& requests, Accepted accepted,
+                std::vector<long>& done);
+
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  long free_blocks() const { return free_blocks_; }
+  long total_blocks() const { return total_blocks_; }
+  long outstanding() const { return long(waiting_.size() + running_.size()); }
+  long running() const { return long(running_.size()); }
+  long preemptions() const { return preemptions_; }
+  long blocks_for(long tokens) const { return (tokens + block_tokens_ - 1) / block_tokens_; }
+
+ private:
+  bool grow(RequestState& r, long tokens);  // blocks for `tokens` KV tokens, if free
+  void release(RequestState& r);
+  void preempt_last(std::vector<RequestState>& requests);
+  void decode_pass(std::vector<RequestState>& requests, ServeBatch& plan, long& budget);
+  void prefill_pass(std::vector<RequestState>& requests, ServeBatch& plan, long& budget);
+  void add_decode(std::vector<RequestState>& requests, ServeBatch& plan, long id, long query);
+
+  SchedulerSpec spec_;
+  long total_blocks_ = 0, free_blocks_ = 0;
+  int block_tokens_ = 16;
+  int query_tokens_ = 1;
+  ReplicaRole role_ = ReplicaRole::both;
+  std::deque<long> waiting_;
+  std::vector<long> running_;  // in admission order
+  long preemptions_ = 0;
+};
+
+template <typename Accepted>
+void ReplicaScheduler::complete(const ServeBatch& plan, Seconds end_s, std::vector<RequestState>& requests,
+                                Accepted accepted, std::vector<long>& done) {
+  for (const ScheduledItem& item : plan.items) {
+    RequestState& r = requests[static_cast<std::size_t>(item.id)];
+    long emitted = 0;
+    if (item.decode) {
+      emitted = std::min(accepted(item.id), r.request.output_tokens - r.generated);
+      r.computed_tokens += emitted;
+    } else {
+      r.computed_tokens += item.tokens;
+      if (!r.prefilling()) emitted = 1;  // the prefill's last chunk samples the next token
+    }
+    if (emitted == 0) continue;
+    if (r.first_token_s < 0) r.first_token_s = end_s;
+    r.generated += emitted;
+    r.last_token_s = end_s;
+    const bool leaves = r.finished() || (role_ == ReplicaRole::prefill && !item.decode);
+    if (!leaves) continue;
+    if (r.finished()) r.finish_s = end_s;
+    release(r);
+    std::erase(running_, item.id);
+    done.push_back(item.id);
+  }
+  // Blocks reserved for rejected speculative tokens go back.
+  for (long id : running_) {
+    RequestState& r = requests[static_cast<std::size_t>(id)];
+    const long keep = blocks_for(r.computed_tokens);
+    if (r.blocks > keep) {
+      free_blocks_ += r.blocks - keep;
+      r.blocks = keep;
+    }
+  }
+}
+
+}  // namespace clustersim

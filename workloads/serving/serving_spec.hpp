@@ -1,0 +1,119 @@
+#pragma once
+// An inference-serving setup as the user writes it (scenarios/serving/*.yaml): the cluster, model
+// and GPU catalog of a training scenario, and a `serving:` section with the replicas, their
+// parallelism, the KV cache, the scheduler, the router, the request stream and the SLO. Every field
+// is read and range-checked here; a bad one is a UserError at its line.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topologies/cluster_spec.hpp"
+#include "topologies/units.hpp"
+#include "workloads/gpu_catalog.hpp"
+#include "workloads/model.hpp"
+
+namespace clustersim {
+
+/// One replica's GPUs: tp x pp, placed consecutively (replica r from GPU r x tp x pp). ep divides tp:
+/// the routed experts are split over ep ranks of the tensor-parallel group, each expert's FFN over
+/// tp / ep of them.
+struct ServingParallel {
+  int tp = 1, pp = 1, ep = 1;
+  int gpus() const { return tp * pp; }
+};
+
+struct KvCacheSpec {
+  int dtype_bytes = 2;            // bf16 / fp16: 2; fp8: 1
+  std::string dtype = "bf16";
+  int block_tokens = 16;          // vLLM's default block size
+  double memory_fraction = 0.9;   // of HBM the engine may use (vLLM's gpu_memory_utilization)
+};
+
+enum class SchedulePriority { decode, prefill };
+
+struct SchedulerSpec {
+  long max_batch_tokens = 2048;    // token budget per iteration (vLLM's max_num_batched_tokens)
+  long max_batch_requests = 256;   // requests per iteration (vLLM's max_num_seqs)
+  bool chunked_prefill = true;     // Sarathi: a prompt split into chunks within the budget
+  SchedulePriority priority = SchedulePriority::decode;
+};
+
+enum class RouterKind { round_robin, least_loaded, kv_aware };
+const char* to_string(RouterKind r);
+
+enum class ArrivalKind { poisson, gamma, trace };
+
+/// A token count: fixed (min == max) or uniform over [min, max].
+struct TokenCount {
+  long min = 0, max = 0;
+};
+
+struct RequestStreamSpec {
+  ArrivalKind arrival = ArrivalKind::poisson;
+  double rate_per_s = 1;
+  double cv = 1;                  // gamma: coefficient of variation of the inter-arrival times
+  Seconds duration_s = 60;        // arrivals in [0, duration)
+  TokenCount prompt_tokens, output_tokens;
+  std::uint64_t seed = 0;
+  std::string trace_file;         // arrival: trace
+  int line = 0;                   // where `requests:` is written
+};
+
+struct SloSpec {
+  bool declared = false;
+  Seconds ttft_s = 0, tpot_s = 0;  // 0: no target on that figure
+};
+
+/// Prefill and decode on separate replica pools; the prompt's KV cache moves between them.
+struct DisaggregationSpec {
+  bool enabled = false;
+  int prefill_replicas = 0, decode_replicas = 0;
+};
+
+enum class SpeculativeMethod { none, draft, mtp };
+
+/// Speculative decoding: `tokens` proposed per step (a draft model's sequential decode steps, or
+/// MTP heads), each accepted with `acceptance_rate` while the ones before it were; the target
+/// verifies them in one forward of tokens + 1 query positions per request.
+struct SpeculativeSpec {
+  SpeculativeMethod method = SpeculativeMethod::none;
+  int tokens = 0;
+  double acceptance_rate = 0;
+  std::optional<ModelSpec> draft_model;
+  std::string draft_model_file;
+};
+
+struct ServingSpec {
+  std::string file, name;
+  std::string cluster_file, catalog_file;
+  ClusterSpec cluster;
+  GpuModel gpu;
+  ModelSpec model;
+  std::string precision = "bf16";
+  int replicas = 1;  // with disaggregation: prefill + decode replicas
+  int serving_line = 0, parallel_line = 0;
+  ServingParallel parallel;
+  KvCacheSpec kv;
+  SchedulerSpec scheduler;
+  RouterKind router = RouterKind::round_robin;
+  RequestStreamSpec requests;
+  SloSpec slo;
+  DisaggregationSpec disaggregation;
+  SpeculativeSpec speculative;
+  Seconds series_interval_s = 0;  // 0: the horizon / 100
+
+  int gpus() const { return replicas * parallel.gpus(); }
+};
+
+/// Reads, overrides (--set serving.scheduler.max_batch_tokens=4096; cluster.PATH=VALUE for the
+/// cluster file) and validates a serving file.
+ServingSpec load_serving(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// Every field --set can reach in a serving file, as dotted paths.
+std::vector<std::string> serving_fields();
+
+/// "500ms", "2 s", "50us": a duration with its unit (s, ms, us); anything else is an error at `f`.
+Seconds parse_duration(const YamlField& f);
+
+}  // namespace clustersim
