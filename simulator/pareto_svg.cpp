@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "simulator/svg_draw.hpp"
 
@@ -14,17 +15,34 @@ constexpr double kLeft = 80, kRight = 200, kTop = 40, kBottom = 60;  // the righ
 
 std::string tick_text(double v) { return fmt::format("{:g}", v); }
 
+/// Round ticks covering [lo, hi] (not from 0: a sweep's points differ by a few percent, which an
+/// axis from 0 would flatten), in the units of the labels.
+std::vector<double> covering_ticks(double lo, double hi) {
+  if (!(hi > lo)) {
+    const double pad = lo != 0 ? std::abs(lo) * 0.05 : 1;
+    lo -= pad, hi += pad;
+  }
+  const std::vector<double> steps = round_ticks(hi - lo);
+  const double step = steps.size() > 1 ? steps[1] : hi - lo;
+  std::vector<double> ticks;
+  for (long k = static_cast<long>(std::floor(lo / step + 1e-9)); k * step < hi + step * (1 - 1e-9); ++k) ticks.push_back(k * step);
+  return ticks;
+}
+
 }  // namespace
 
 std::string pareto_svg(const std::vector<ScatterPoint>& points, const std::string& title, const std::string& x_label,
                        double x_scale, const std::string& y_label, double y_scale) {
-  double x_max = 0, y_max = 0;
-  for (const ScatterPoint& p : points) x_max = std::max(x_max, p.x / x_scale), y_max = std::max(y_max, p.y / y_scale);
-  const std::vector<double> xt = round_ticks(x_max), yt = round_ticks(y_max);
-  const double x_span = xt.back() > 0 ? xt.back() : 1, y_span = yt.back() > 0 ? yt.back() : 1;
+  double x_lo = points.empty() ? 0 : points[0].x / x_scale, x_hi = x_lo;
+  double y_lo = points.empty() ? 0 : points[0].y / y_scale, y_hi = y_lo;
+  for (const ScatterPoint& p : points) {
+    x_lo = std::min(x_lo, p.x / x_scale), x_hi = std::max(x_hi, p.x / x_scale);
+    y_lo = std::min(y_lo, p.y / y_scale), y_hi = std::max(y_hi, p.y / y_scale);
+  }
+  const std::vector<double> xt = covering_ticks(x_lo, x_hi), yt = covering_ticks(y_lo, y_hi);
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
-  auto X = [&](double v) { return kLeft + v / x_scale / x_span * plot_w; };
-  auto Y = [&](double v) { return kTop + plot_h - v / y_scale / y_span * plot_h; };
+  auto X = [&](double v) { return kLeft + (v / x_scale - xt.front()) / (xt.back() - xt.front()) * plot_w; };
+  auto Y = [&](double v) { return kTop + plot_h - (v / y_scale - yt.front()) / (yt.back() - yt.front()) * plot_h; };
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n",

@@ -1,7 +1,7 @@
 #pragma once
 // A scatter of points with their Pareto front drawn over them (the points no cheaper one beats),
-// as a stand-alone SVG: `clustersim sweep --svg`'s tokens/s against capital cost. Axes start at 0
-// with round ticks (svg_draw.hpp); the same input gives the same bytes.
+// as a stand-alone SVG: `clustersim sweep --svg`'s tokens/s against capital cost. Axes span the
+// points with round ticks (svg_draw.hpp), not from 0; the same input gives the same bytes.
 #include <string>
 #include <vector>
 

@@ -62,8 +62,6 @@ TEST_CASE("2, 4 and 8 SUs of the SuperPOD match NVIDIA's table switch for switch
 }
 
 TEST_CASE("the 16K SuperPOD (64 SUs) and its 16-SU cut match NVIDIA's core-tier rows", "[bom]") {
-  // Its core switches are radix-384 directors (64 of them, 256 ports in use each): 256 64-port units.
-  CHECK(bill_of_materials(test::shipped_cluster("scenarios/clusters/dgx-h100-superpod-16k.yaml")).tiers.at(3).switches == 64);
   check_row(bill_of_materials(test::shipped_cluster("scenarios/clusters/dgx-h100-superpod-16k.yaml")), 512, 512, 256, 16384);
   check_row(superpod("dgx-h100-superpod-16k.yaml", "nodes: 2048", 512), 128, 128, 64, 4096);
 }

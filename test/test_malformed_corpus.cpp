@@ -461,6 +461,8 @@ TEST_CASE("endless, oversized, missing and directory inputs are refused by every
       {"bench --cluster {} --gpus 8", "--cluster"},
       {"run {}", "scenario"},
       {"compare {} --schedules 1f1b", "scenario"},
+      {"sweep {}", "scenario"},
+      {"sweep " + scenario + " --prices {}", "--prices"},
       {"run " + scenario + " --kernels {}", "--kernels"},
       {"validate --rows {}", "--rows"},
       {"calibrate --cluster {} " + source_path("scenarios/calibration/all_reduce_perf-8gpu.synthetic.txt"), "--cluster"},
@@ -499,9 +501,9 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
     std::string args, where, field, contains;
   };
   const std::vector<Case> cases = {
-      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput"},
-      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput; got 'frobnicate'"},
-      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput; got '--frobnicate'"},
+      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput"},
+      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput; got 'frobnicate'"},
+      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput; got '--frobnicate'"},
       // collective
       {"collective --gpus 8", cl, "--cluster", "missing: expected this option"},
       {"collective --cluster " + cluster, cl, "--gpus", "missing: expected this option"},

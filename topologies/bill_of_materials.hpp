@@ -18,9 +18,8 @@ struct TierBill {
 };
 
 /// Switches of `ports` ports each that a tier's switches amount to: ceil(ports used / ports) per
-/// switch. A director-class switch is priced as the fixed switches its used ports need (the 16K
-/// SuperPOD's 64 core switches of radix 384 use 256 ports each: 4 x 64-port units apiece, NVIDIA's
-/// 256 core switches).
+/// switch, so a director-class switch is priced as the fixed switches its used ports need (the
+/// 98K cluster's radix-384 cores), and a fixed switch as one.
 long switch_units(const TierBill& tier, int ports);
 
 struct BillOfMaterials {

@@ -35,6 +35,13 @@ class PointFolder {
     if (!keep_) std::filesystem::remove_all(path_, ec);
   }
   std::string file(std::size_t index) const { return path_ + fmt::format("/point-{}.yaml", index); }
+  /// The GPU catalog beside the point files, where a cluster file's catalog is looked for, so a kept
+  /// point reruns alone (`search SCENARIO --set cluster=DIR/point-0.yaml`).
+  void hold_catalog(const std::string& catalog) const {
+    std::error_code ec;
+    std::filesystem::copy_file(catalog, path_ + "/gpus.yaml", std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) throw UserError("command line", 0, "--keep-clusters", "expected a folder the GPU catalog can be copied into: " + path_);
+  }
 
  private:
   bool keep_;
@@ -62,6 +69,7 @@ ScenarioSpec load_point(const SweepRequest& o, const ScenarioSpec& base, const C
 std::vector<SweepRow> run_sweep(const SweepRequest& o, const ScenarioSpec& base, const PriceCatalog& catalog) {
   const std::vector<ClusterPoint> points = sweep_points(o.dimensions);
   PointFolder folder(o.keep_clusters);
+  folder.hold_catalog(base.catalog_file);
   // First every point is built, priced and screened (seconds at most each), so a point that
   // cannot be built, priced or run fails the sweep before any engine time is spent.
   std::vector<SweepRow> rows;
