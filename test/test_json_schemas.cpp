@@ -106,6 +106,12 @@ TEST_CASE("search --json conforms to search.schema.json", "[json]") {
   CHECK(j.at("rows").size() == 2);
 }
 
+TEST_CASE("sweep --json conforms to sweep.schema.json", "[json]") {
+  const auto j = conforming("sweep", source_path("scenarios/validation/narayanan-1.7b.yaml") +
+                                         " --vary pp --top 1 -j 2 -q --vary-cluster oversubscription.1=1,2");
+  CHECK(j.at("points").size() == 2);
+}
+
 TEST_CASE("goodput --json conforms to goodput.schema.json, its Monte-Carlo with --trials", "[json]") {
   const auto j = conforming("goodput", source_path("scenarios/llama3-405b-h100-16k-goodput.yaml") + " --days 54 --trials 100");
   CHECK(j.contains("monte_carlo"));
@@ -125,11 +131,11 @@ TEST_CASE("bench --json with --scenarios or --fabric-only is one line naming --j
   const auto r = test::run_cli("bench --fabric-only --cluster " + kA100 + " --json -");
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
-  CHECK(r.stderr_text == "error: command line: --json: expected the collective bench: --scenarios, --fabric-only, --search, --goodput and --serve print text only\n");
+  CHECK(r.stderr_text == "error: command line: --json: expected the collective bench: --scenarios, --fabric-only, --search, --sweep, --goodput and --serve print text only\n");
 }
 
 TEST_CASE("every shipped schema uses only the keywords the checker implements", "[json]") {
-  for (const char* command : {"run", "compare", "collective", "topology", "list", "validate", "calibrate", "bench", "serve"}) {
+  for (const char* command : {"run", "compare", "collective", "topology", "list", "validate", "calibrate", "bench", "sweep", "serve"}) {
     INFO(command);
     const nlohmann::json schema = schema_of(command);
     CHECK(schema.at("properties").at("schema_version").at("enum") == nlohmann::json::array({2}));

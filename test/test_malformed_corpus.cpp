@@ -171,8 +171,10 @@ std::vector<Target> targets(const std::string& dir) {
                    "run " + dir + "/host-catalog.yaml --json " + kNoDir, {}, {}});
   }
   std::vector<std::string> scenarios;
+  // gpus.yaml is the GPU catalog (above); prices.yaml the price catalog, read by sweep only (its bad
+  // input: test_sweep_bad_input).
   for (const std::string& s : shipped("scenarios"))
-    if (s != "scenarios/gpus.yaml") scenarios.push_back(s);
+    if (s != "scenarios/gpus.yaml" && s != "scenarios/prices.yaml") scenarios.push_back(s);
   for (const std::string& s : shipped("scenarios/validation"))
     if (s.find("published.yaml") == std::string::npos) scenarios.push_back(s);
   for (const std::string& s : scenarios)
@@ -462,6 +464,8 @@ TEST_CASE("endless, oversized, missing and directory inputs are refused by every
       {"run {}", "scenario"},
       {"compare {} --schedules 1f1b", "scenario"},
       {"serve {}", "serving"},
+      {"sweep {}", "scenario"},
+      {"sweep " + scenario + " --prices {}", "--prices"},
       {"run " + scenario + " --kernels {}", "--kernels"},
       {"validate --rows {}", "--rows"},
       {"calibrate --cluster {} " + source_path("scenarios/calibration/all_reduce_perf-8gpu.synthetic.txt"), "--cluster"},
@@ -500,9 +504,9 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
     std::string args, where, field, contains;
   };
   const std::vector<Case> cases = {
-      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput, serve"},
-      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput, serve; got 'frobnicate'"},
-      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput, serve; got '--frobnicate'"},
+      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve"},
+      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve; got 'frobnicate'"},
+      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve; got '--frobnicate'"},
       // serve
       {"serve", cl, "serving", "missing: expected this argument"},
       {"serve " + source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") + " --json", cl, "--json", "expected a value"},

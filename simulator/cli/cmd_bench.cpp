@@ -18,6 +18,7 @@
 #include "simulator/cli/bench_clock.hpp"
 #include "simulator/cli/bench_fabric.hpp"
 #include "simulator/cli/bench_search.hpp"
+#include "simulator/cli/bench_sweep.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/training_run.hpp"
@@ -50,6 +51,7 @@ struct BenchOptions {
   bool per_pair = false;  // all-to-all as one flow per pair, the reference the per-link sum is checked against
   bool fabric_only = false;  // build and route the cluster, no simulation (bench_fabric.hpp)
   std::vector<std::string> search;  // search's screen over these scenarios' whole space (bench_search.hpp)
+  std::string sweep;                // a small sweep of this scenario, end to end (bench_sweep.hpp)
   std::string json, csv;
   std::string goodput;       // a scenario: time its goodput Monte-Carlo (cmd_goodput.cpp)
   bool serve = false;        // time issue 19's serving cases (cmd_serve.cpp)
@@ -192,6 +194,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--fold", o->fold, "with --scenarios: how replicas fold, as in run (assume)");
   cmd->add_flag("--fabric-only", o->fabric_only, "time building and routing the --cluster instead of a collective");
   cmd->add_option("--search", o->search, "time search's screen over each scenario's whole space instead")->delimiter(',');
+  cmd->add_option("--sweep", o->sweep, "time a small sweep of this scenario (4 cluster points) instead");
   cmd->add_option("--json", o->json, "also write the collective timings as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--csv", o->csv, "also write the collective timings as CSV (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--goodput", o->goodput, "time the goodput Monte-Carlo of this scenario over 54 days instead");
@@ -199,11 +202,13 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--serve", o->serve, "time serve: 1 h at 10 req/s on one 8-GPU replica, and 1,000 replicas for 10 min, instead");
   cmd->callback([o] {
     for (const auto& [option, path] : {std::pair{"--json", &o->json}, std::pair{"--csv", &o->csv}})
-      if (!path->empty() && (!o->scenarios.empty() || o->fabric_only || !o->search.empty() || !o->goodput.empty() || o->serve))
+      if (!path->empty() && (!o->scenarios.empty() || o->fabric_only || !o->search.empty() || !o->goodput.empty() || o->serve ||
+                              !o->sweep.empty()))
         throw UserError("command line", 0, option,
-                        "expected the collective bench: --scenarios, --fabric-only, --search, --goodput and --serve print text only");
+                        "expected the collective bench: --scenarios, --fabric-only, --search, --sweep, --goodput and --serve print text only");
     if (o->serve) return bench_serve(parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->search.empty()) return bench_search(o->search, parse_integer(o->repeat, "--repeat", 1, 1000));
+    if (!o->sweep.empty()) return bench_sweep(o->sweep, parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->goodput.empty())
       return bench_goodput(o->goodput, parse_integer(o->trials, "--trials", 1, 10'000'000), parse_integer(o->repeat, "--repeat", 1, 1000));
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));

@@ -3,8 +3,6 @@
 // own fork, as compare's schedules: one engine per process), ranked, with the Pareto front of
 // throughput against memory.
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -16,15 +14,17 @@
 #include <sstream>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/cli/search_verify.hpp"
 #include "simulator/search_progress.hpp"
 #include "simulator/search_screen.hpp"
 #include "simulator/slurm_array.hpp"
-#include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim::cli {
 
 namespace {
+
+double gib(double bytes) { return bytes / (1ULL << 30); }
 
 struct SearchOptions {
   std::string scenario;
@@ -35,121 +35,6 @@ struct SearchOptions {
   std::vector<std::string> sbatch;  ///< --sbatch OPTION, passed to sbatch as given
   bool quiet = false;
 };
-
-/// One configuration as the engine ran it (or why it could not).
-struct Verified {
-  ScreenPrediction screen;
-  bool ok = false;
-  std::string why;
-  double iteration_s = 0, tokens_per_s = 0, mfu = 0, memory_bytes = 0, exposed_comm_s = 0, bubble_s = 0;
-};
-
-double gib(double bytes) { return bytes / (1ULL << 30); }
-
-/// One verification: the scenario with `overrides` (the base ones, then the configuration's), one
-/// engine iteration; the result as JSON text, which a forked child or a Slurm task hands back.
-std::string verify_one(const std::string& scenario, const std::vector<std::string>& overrides) {
-  nlohmann::json j;
-  try {
-    const ScenarioSpec s = load_scenario(scenario, overrides);
-    const RunReport r = run_training(s, false);
-    double memory = 0, exposed = 0, bubble = 0;
-    for (const StageReport& st : r.stages) {
-      memory = std::max(memory, static_cast<double>(st.memory.total));
-      const RankBreakdown& b = st.time;
-      exposed = std::max(exposed, b.tp_s + b.cp_s + b.ep_s + b.pp_exposed_s + b.dp_exposed_s);
-      bubble = std::max(bubble, b.bubble_s);
-    }
-    j = {{"ok", true}, {"iteration_s", r.iteration_s}, {"tokens_per_s", r.tokens_per_s}, {"mfu", r.mfu},
-         {"memory_bytes", memory}, {"exposed_comm_s", exposed}, {"bubble_s", bubble}};
-  } catch (const std::exception& e) {
-    j = {{"ok", false}, {"why", e.what()}};
-  }
-  return j.dump();
-}
-
-std::vector<std::string> overrides_of(const SearchOptions& o, const Configuration& c) {
-  std::vector<std::string> overrides = o.overrides;
-  for (const std::string& x : c.overrides()) overrides.push_back(x);
-  return overrides;
-}
-
-/// A configuration's row from its verification's text; `failed` names what went wrong when the
-/// process running it left none.
-Verified verified_from(const ScreenPrediction& screen, const std::string& text, const std::string& failed) {
-  Verified v;
-  v.screen = screen;
-  if (text.empty()) {
-    v.why = failed;
-    return v;
-  }
-  const nlohmann::json j = nlohmann::json::parse(text);
-  v.ok = j["ok"].get<bool>();
-  if (!v.ok) {
-    v.why = j["why"].get<std::string>();
-  } else {
-    v.iteration_s = j["iteration_s"], v.tokens_per_s = j["tokens_per_s"], v.mfu = j["mfu"];
-    v.memory_bytes = j["memory_bytes"], v.exposed_comm_s = j["exposed_comm_s"], v.bubble_s = j["bubble_s"];
-  }
-  return v;
-}
-
-/// Runs every configuration in its own forked child, `jobs` at a time; results in input order.
-std::vector<Verified> verify(const SearchOptions& o, const std::vector<ScreenPrediction>& top, int jobs, Progress& bar) {
-  std::vector<Verified> out(top.size());
-  struct Child {
-    pid_t pid;
-    int fd;
-    std::size_t index;
-    std::string text;
-  };
-  std::vector<Child> running;
-  std::size_t next = 0, finished = 0;
-  std::cout.flush();
-  while (finished < top.size()) {
-    while (next < top.size() && static_cast<int>(running.size()) < jobs) {
-      int fds[2];
-      if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-      const pid_t pid = fork();
-      if (pid < 0) throw std::runtime_error("fork failed");
-      if (pid == 0) {
-        close(fds[0]);
-        const std::string text = verify_one(o.scenario, overrides_of(o, top[next].config));
-        const bool ok = write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
-        _exit(ok ? 0 : 1);
-      }
-      close(fds[1]);
-      running.push_back({pid, fds[0], next++, {}});
-    }
-    // Read whichever child has output; a closed pipe means it is done.
-    std::vector<pollfd> polls;
-    for (const Child& c : running) polls.push_back({c.fd, POLLIN, 0});
-    if (poll(polls.data(), polls.size(), -1) < 0) continue;
-    for (std::size_t i = 0; i < running.size();) {
-      if (!(polls[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-        ++i;
-        continue;
-      }
-      Child& c = running[i];
-      char buf[4096];
-      const ssize_t got = read(c.fd, buf, sizeof buf);
-      if (got > 0) {
-        c.text.append(buf, static_cast<std::size_t>(got));
-        ++i;
-        continue;
-      }
-      close(c.fd);
-      int status = 0;
-      waitpid(c.pid, &status, 0);
-      const bool exited = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      out[c.index] = verified_from(top[c.index], exited ? c.text : "", "the engine's child process failed");
-      bar.update(static_cast<long>(++finished), static_cast<long>(top.size()));
-      running.erase(running.begin() + static_cast<long>(i));
-      polls.erase(polls.begin() + static_cast<long>(i));
-    }
-  }
-  return out;
-}
 
 /// The verified rows no other beats on both throughput and memory, by memory.
 std::vector<const Verified*> pareto_front(const std::vector<Verified>& rows) {
@@ -167,35 +52,6 @@ std::vector<const Verified*> pareto_front(const std::vector<Verified>& rows) {
       best = v->tokens_per_s;
     }
   return front;
-}
-
-std::string no_configuration(const ScreenResult& r) {
-  // The last rule that removed any: it removed the last survivors of the rules before it.
-  const ScreenRemoval* last = nullptr;
-  for (const ScreenRemoval& rm : r.removed)
-    if (rm.count > 0) last = &rm;
-  std::string counts;
-  for (const ScreenRemoval& rm : r.removed)
-    if (rm.count > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", rm.rule, rm.count);
-  return fmt::format("expected at least one valid configuration among {}; {} removed the last of them (e.g. {}); removed by: {}",
-                     r.candidates, last ? last->rule : "nothing", last ? last->example : "", counts);
-}
-
-nlohmann::ordered_json row_json(const Verified& v) {
-  const Configuration& c = v.screen.config;
-  nlohmann::ordered_json j{{"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"ep", c.ep},
-                           {"virtual_stages", c.virtual_stages}, {"microbatch", c.microbatch},
-                           {"recompute", recompute_text(c.recompute, {})}, {"zero_stage", c.zero_stage},
-                           {"schedule", c.schedule->name()},
-                           {"screen", {{"iteration_s", v.screen.iteration_s}, {"tokens_per_s", v.screen.tokens_per_s},
-                                       {"mfu", v.screen.mfu}, {"memory_bytes", v.screen.memory_bytes},
-                                       {"exposed_comm_s", v.screen.exposed_comm_s}, {"bubble_s", v.screen.bubble_s}}}};
-  if (v.ok)
-    j["engine"] = {{"iteration_s", v.iteration_s}, {"tokens_per_s", v.tokens_per_s}, {"mfu", v.mfu},
-                   {"memory_bytes", v.memory_bytes}, {"exposed_comm_s", v.exposed_comm_s}, {"bubble_s", v.bubble_s}};
-  else
-    j["engine"] = {{"why", v.why}};
-  return j;
 }
 
 void print_table(const ScenarioSpec& s, const ScreenResult& screen, const std::vector<Verified>& rows) {
@@ -236,7 +92,7 @@ std::vector<Verified> verify_on_slurm(const SearchOptions& o, const std::vector<
                              {"scenario", scenario},
                              {"scenario_fnv1a", file_fingerprint(scenario)},
                              {"tasks", nlohmann::json::array()}};
-  for (const ScreenPrediction& p : top) manifest["tasks"].push_back(overrides_of(o, p.config));
+  for (const ScreenPrediction& p : top) manifest["tasks"].push_back(configuration_overrides(o.overrides, p.config));
   SlurmArrayOptions array;
   array.dir = dir;
   array.task_command = {std::filesystem::read_symlink("/proc/self/exe").string(), "search-task", dir};
@@ -350,7 +206,8 @@ void add_search_command(CLI::App& app) {
     std::vector<ScreenPrediction> best(result.valid.begin(),
                                        result.valid.begin() + std::min<long>(top, static_cast<long>(result.valid.size())));
     Progress verifying("verifying", !o->quiet);
-    std::vector<Verified> rows = o->slurm.empty() ? verify(*o, best, jobs, verifying) : verify_on_slurm(*o, best, verifying);
+    std::vector<Verified> rows = o->slurm.empty() ? verify(o->scenario, o->overrides, best, jobs, verifying)
+                                                  : verify_on_slurm(*o, best, verifying);
     verifying.finish();
     std::stable_sort(rows.begin(), rows.end(), [](const Verified& a, const Verified& b) {
       if (a.ok != b.ok) return a.ok;

@@ -45,6 +45,7 @@ int run(int argc, char** argv) {
   clustersim::cli::add_list_command(app);
   clustersim::cli::add_bench_command(app);
   clustersim::cli::add_search_command(app);
+  clustersim::cli::add_sweep_command(app);
   clustersim::cli::add_goodput_command(app);
   clustersim::cli::add_serve_command(app);
   // A command's report is held until it has finished, so an error (an output file that cannot be
