@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/timeline_svg.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
@@ -176,11 +177,16 @@ void add_compare_command(CLI::App& app) {
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
     if (!o->report.empty()) check_output_path(o->report, "--report");
     std::vector<nlohmann::ordered_json> rows;
+    Progress bar("compare", progress_wanted());
+    const long total = static_cast<long>(o->schedules.size());
     for (const std::string& name : o->schedules) {
       spdlog::info("compare: schedule {} of {}: {}", rows.size() + 1, o->schedules.size(), name);
+      bar.update(static_cast<long>(rows.size()), total, name);
       rows.push_back(nlohmann::ordered_json::parse(
           run_in_child([&] { return simulate(*o, name, scenario_chunks, kernels ? &*kernels : nullptr).dump(); })));
     }
+    bar.update(total, total);
+    bar.finish();
     if (table_to_stdout(o->json, o->csv)) print_rows(o->scenario, rows);
     if (!o->csv.empty()) {
       nlohmann::ordered_json table = nlohmann::ordered_json::array();

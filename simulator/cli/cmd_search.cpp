@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "simulator/cli/commands.hpp"
-#include "simulator/search_progress.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/search_screen.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
@@ -254,7 +254,7 @@ void add_search_command(CLI::App& app) {
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->csv.empty()) check_csv_path(o->csv, o->json);
 
-    Progress bar("screening", !o->quiet);
+    Progress bar("screening", !o->quiet && progress_wanted());
     const auto t0 = std::chrono::steady_clock::now();
     Screen screen(base);
     const ScreenResult result = screen.run(search_space(base, vary), [&](long done, long total) { bar.update(done, total); });
@@ -267,7 +267,7 @@ void add_search_command(CLI::App& app) {
 
     std::vector<ScreenPrediction> best(result.valid.begin(),
                                        result.valid.begin() + std::min<long>(top, static_cast<long>(result.valid.size())));
-    Progress verifying("verifying", !o->quiet);
+    Progress verifying("verifying", !o->quiet && progress_wanted());
     std::vector<Verified> rows = verify(*o, best, jobs, verifying);
     verifying.finish();
     std::stable_sort(rows.begin(), rows.end(), [](const Verified& a, const Verified& b) {

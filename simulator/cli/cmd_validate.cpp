@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
@@ -205,7 +206,9 @@ void add_validate_command(CLI::App& app) {
     double sum = 0, worst = 0;
     int counted = 0;
     std::vector<std::pair<std::string, SetErrors>> per_set;
+    Progress bar("validate", progress_wanted());
     for (const Row& r : rows) {
+      bar.update(&r - rows.data(), static_cast<long>(rows.size()), r.name);
       spdlog::info("validate: row {} of {}: {} ({})", &r - rows.data() + 1, rows.size(), r.name, r.scenario);
       const int gpus = load_scenario(r.scenario).gpus();  // a file error here is reported before simulating
       if (per_set.empty() || per_set.back().first != r.set) {
@@ -233,6 +236,8 @@ void add_validate_command(CLI::App& app) {
       worst = std::max(worst, std::abs(error));
       ++counted;
     }
+    bar.update(static_cast<long>(rows.size()), static_cast<long>(rows.size()));
+    bar.finish();
     if (!per_set.empty()) {
       table << set_summary(per_set.back().first, per_set.back().second);
       set_list.push_back(set_json(per_set.back().first, per_set.back().second));

@@ -101,6 +101,9 @@ bool table_to_stdout(const std::string& json, const std::string& csv);
 /// -vv adds debug lines.
 void set_output_level(int verbose, bool quiet);
 bool quiet();
+/// Whether a long command draws its progress bar (simulator/progress.hpp): not under -q, nor under
+/// -v (whose log lines say each step); the bar itself also needs stderr to be a terminal.
+bool progress_wanted();
 /// One pipeline stage of a run: "stage", "gpu", "memory_bytes" {weights, ..., total} and "time_s"
 /// {compute, ..., other_idle}, the text report's breakdown. run and compare both write it.
 nlohmann::ordered_json stage_json(const StageReport& stage);
