@@ -499,9 +499,9 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
     std::string args, where, field, contains;
   };
   const std::vector<Case> cases = {
-      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput"},
-      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput; got 'frobnicate'"},
-      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput; got '--frobnicate'"},
+      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput, schema"},
+      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput, schema; got 'frobnicate'"},
+      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, goodput, schema; got '--frobnicate'"},
       // collective
       {"collective --gpus 8", cl, "--cluster", "missing: expected this option"},
       {"collective --cluster " + cluster, cl, "--gpus", "missing: expected this option"},
@@ -587,6 +587,11 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       // list
       {"list extra", cl, "", "unexpected argument 'extra'"},
       {"list --verbosity", cl, "--verbosity", "unknown option"},  // -v, --verbose is every command's
+      // schema
+      {"schema --markdown=yes", cl, "--markdown", "expected no value"},
+      {"schema --json /tmp", "/tmp", "--json", "got a directory"},
+      {"schema --csv " + kNoDir, kNoDir, "--csv", "does not exist"},
+      {"schema extra", cl, "", "unexpected argument 'extra'"},
       // bench
       {"bench --cluster " + cluster + " --gpus 16,1", cluster, "--gpus", "expected 2 to 1016 GPUs, got 1"},
       {"bench --cluster " + cluster + " --gpus x", cl, "--gpus", "expected an integer"},

@@ -31,6 +31,7 @@ void add_compare_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_search_command(CLI::App& app);
 void add_goodput_command(CLI::App& app);
+void add_schema_command(CLI::App& app);
 /// `bench --goodput`: the 54-day Monte-Carlo of a scenario's goodput, `trials` trials, timed `repeat` times.
 void bench_goodput(const std::string& scenario, long trials, long repeat);
 
