@@ -165,13 +165,21 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--rows", *files,
                   "rows files (default: scenarios/validation/published.yaml and scenarios/validation/*/published.yaml)")
       ->delimiter(',');
-  cmd->add_option("--set", *sets, "validation sets to run, by name (default: all)")->delimiter(',');
+  cmd->add_option("--sets", *sets, "validation sets to run, by name (default: all)")->delimiter(',');
+  // Renamed from --set, which on every other command means KEY=VALUE: an old command line gets a
+  // line saying so rather than a silent change of meaning.
+  auto renamed = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--set", *renamed, "(renamed --sets; --set KEY=VALUE does not apply to validate)");
   cmd->add_option("--only", *only, "row names to run (default: all)")->delimiter(',');
   auto json = std::make_shared<std::string>();
   cmd->add_option("--json", *json, "also write the rows and sets as JSON (- or /dev/stdout: to stdout, without the table)");
   auto csv = std::make_shared<std::string>();
   cmd->add_option("--csv", *csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
-  cmd->callback([files, only, sets, json, csv] {
+  cmd->callback([files, only, sets, json, csv, renamed] {
+    if (!renamed->empty())
+      throw UserError("command line", 0, "--set",
+                      "validate takes no KEY=VALUE overrides; the validation sets to run are chosen with --sets NAME,... "
+                      "(validate's --set was renamed --sets)");
     const std::vector<std::string> paths = files->empty() ? default_rows_files() : *files;
     std::vector<Row> rows;
     std::vector<std::string> known_sets;
@@ -184,7 +192,7 @@ void add_validate_command(CLI::App& app) {
       if (std::find(known_sets.begin(), known_sets.end(), s) == known_sets.end()) {
         std::string names;
         for (const std::string& k : known_sets) names += (names.empty() ? "" : ", ") + k;
-        throw UserError("command line", 0, "--set", "expected one of the sets " + names + "; got '" + s + "'");
+        throw UserError("command line", 0, "--sets", "expected one of the sets " + names + "; got '" + s + "'");
       }
     if (!sets->empty())
       std::erase_if(rows, [&](const Row& r) { return std::find(sets->begin(), sets->end(), r.set) == sets->end(); });

@@ -52,6 +52,11 @@ std::string shipped_file(const std::string& relative);
 /// checking the file can be read (an error names --catalog).
 std::string catalog_override(const std::string& path);
 
+/// A cluster file named by `option` (--cluster) with the command's `--set cluster.PATH=VALUE`s
+/// applied (collective, topology: commands that read a cluster without a scenario; anything but a
+/// cluster field is an error naming --set).
+ClusterSpec load_cluster_with_sets(const std::string& path, const std::string& option, const std::vector<std::string>& sets);
+
 /// Writes text to a file or throws UserError naming the option.
 void write_file(const std::string& path, const std::string& text, const std::string& option);
 
