@@ -23,7 +23,7 @@ namespace {
 struct CompareOptions {
   std::string scenario;
   std::vector<std::string> schedules, overrides;
-  std::string json, csv, svg, kernels, report, catalog;
+  std::string json, csv, svg, kernels, report, catalog, topology_level;
   bool allow_oom = false;
   std::string fold = "assume", tp_collectives = "auto";
 };
@@ -149,8 +149,9 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--json", o->json, "write the rows as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--csv", o->csv, "write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
-  cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG");
-  cmd->add_option("--report", o->report, "write a self-contained HTML report: every schedule on one time scale");
+  cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG, as --report draws it");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report: every schedule on one time scale, the cluster");
+  cmd->add_option("--topology-level", o->topology_level, "the report's cluster picture: node, leaf or spine (default: the finest with at most 40 boxes)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
       ->disable_flag_override();
@@ -176,6 +177,9 @@ void add_compare_command(CLI::App& app) {
     check_csv_path(o->csv, o->json);
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
     if (!o->report.empty()) check_output_path(o->report, "--report");
+    const std::optional<PictureLevel> topology_level = parse_topology_level(o->topology_level, "--topology-level");
+    if (topology_level && o->report.empty())
+      throw UserError("command line", 0, "--topology-level", "expected --report as well: it sets the level of the report's cluster picture");
     std::vector<nlohmann::ordered_json> rows;
     Progress bar("compare", progress_wanted());
     const long total = static_cast<long>(o->schedules.size());
@@ -197,7 +201,7 @@ void add_compare_command(CLI::App& app) {
       write_csv(o->csv, table);
     }
     if (!o->svg.empty()) write_file(o->svg, svg_of(rows), "--svg");
-    if (!o->report.empty()) write_file(o->report, report_of(scenario, rows), "--report");
+    if (!o->report.empty()) write_file(o->report, report_of(scenario, rows, topology_level), "--report");
     if (!o->json.empty()) {
       // The scenario as written (after --set); each row says the schedule and chunks it ran with.
       nlohmann::ordered_json j = json_document("compare", scenario_config_json(scenario));

@@ -5,11 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "simulator/engine.hpp"
 #include "simulator/report_html.hpp"
+#include "simulator/topology_svg.hpp"
 #include "topologies/units.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/iteration_plan.hpp"
@@ -135,6 +137,11 @@ auto named_by(const std::string& option, const std::string& path, Load load) {
 
 /// The report page's title and facts for a scenario (the runs are the caller's).
 ReportPage report_page(const ScenarioSpec& s, const std::string& command);
+/// --topology-level (run, compare) or --level (topology): node, leaf or spine; nullopt when not given.
+std::optional<PictureLevel> parse_topology_level(const std::string& text, const std::string& option);
+/// The cluster's picture on the report page, at `level` or else default_picture_level
+/// (topology_svg.hpp), with a note saying the level and how many of its GPUs the job uses.
+void add_topology_picture(ReportPage& page, const ClusterSpec& spec, std::optional<PictureLevel> level, int job_gpus);
 /// A report's run as JSON and back (report_rows.cpp): how compare's child processes hand theirs over.
 nlohmann::ordered_json report_run_json(const ReportRun& r);
 ReportRun report_run_from_json(const nlohmann::ordered_json& j);
