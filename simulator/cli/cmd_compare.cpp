@@ -12,7 +12,7 @@
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/progress.hpp"
-#include "simulator/timeline_svg.hpp"
+#include "simulator/report_timeline.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
 
@@ -50,8 +50,8 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
     overrides.push_back("parallel.virtual_stages=" + std::to_string(v));
     const ScenarioSpec s = load_scenario(o.scenario, overrides);
     const FoldMode fold = parse_fold(o.fold);
-    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, parse_tp_placement(o.tp_collectives, fold),
-                                     !o.report.empty());
+    const bool drawn = !o.report.empty() || !o.svg.empty();  // both draw report_timeline's picture
+    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, parse_tp_placement(o.tp_collectives, fold), drawn);
     double bubble = 0, peak_activations = 0, peak_total = 0;
     int activation_stage = 0, total_stage = 0;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -73,16 +73,12 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
     // One pipeline's transfers, for every TP rank (each sends its 1/t share) and every replica.
     row["pp_bytes"] = static_cast<double>(r.iteration.pp_bytes) * s.layout.tp * s.layout.dp;
     row["stages"] = stages;
-    nlohmann::ordered_json passes = nlohmann::ordered_json::array();
-    for (const PassSpan& p : r.iteration.passes)
-      passes.push_back({p.rank, static_cast<int>(p.kind), p.microbatch, p.stage, p.start_s, p.end_s});
-    row["passes"] = passes;
     row["ranks"] = s.layout.pp;
-    if (!o.report.empty()) row["report"] = report_run_json(report_run(r, fmt::format("{} (v {})", name, v)));
+    if (drawn) row["report"] = report_run_json(report_run(r, fmt::format("{} (v {})", name, v)));
   } catch (const UserError& e) {
     row["feasible"] = false;
     row["why"] = e.what();
-    if (!o.report.empty()) {
+    if (!o.report.empty() || !o.svg.empty()) {
       ReportRun none;
       none.name = name;
       none.why = e.what();
@@ -112,26 +108,18 @@ void print_rows(const std::string& scenario, const std::vector<nlohmann::ordered
   }
 }
 
+/// --svg: the report's timeline (time axis, F/B/W and chunks, streams, a row saying why for each
+/// schedule that could not run) as a file of its own.
 std::string svg_of(const std::vector<nlohmann::ordered_json>& rows) {
-  std::vector<Timeline> timelines;
-  for (const auto& r : rows) {
-    if (!r["feasible"].get<bool>()) continue;
-    Timeline t;
-    t.title = fmt::format("{} (v {}): {:.3f} s, bubble {:.1f}%", r["schedule"].get<std::string>(),
-                          r["virtual_stages"].get<int>(), r["iteration_s"].get<double>(),
-                          100 * r["bubble_fraction"].get<double>());
-    t.ranks = r["ranks"].get<int>();
-    t.iteration_s = r["iteration_s"].get<double>();
-    for (const auto& p : r["passes"])
-      t.passes.push_back({p[0].get<int>(), static_cast<PassKind>(p[1].get<int>()), p[2].get<int>(), p[3].get<int>(),
-                          p[4].get<double>(), p[5].get<double>()});
-    timelines.push_back(std::move(t));
-  }
-  return timeline_svg(timelines);
+  std::vector<ReportRun> runs;
+  for (const auto& r : rows) runs.push_back(report_run_from_json(r["report"]));
+  return report_timeline_svg_file(runs);
 }
 
-std::string report_of(const ScenarioSpec& scenario, const std::vector<nlohmann::ordered_json>& rows) {
+std::string report_of(const ScenarioSpec& scenario, const std::vector<nlohmann::ordered_json>& rows,
+                      std::optional<PictureLevel> level) {
   ReportPage page = report_page(scenario, "compare");
+  add_topology_picture(page, scenario.cluster, level, scenario.gpus());
   for (const auto& r : rows) page.runs.push_back(report_run_from_json(r["report"]));
   return report_html(page);
 }
@@ -213,7 +201,6 @@ void add_compare_command(CLI::App& app) {
       j["scenario"] = scenario.name;
       j["rows"] = nlohmann::ordered_json::array();
       for (auto r : rows) {
-        r.erase("passes");
         r.erase("report");
         j["rows"].push_back(r);
       }
