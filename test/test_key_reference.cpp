@@ -43,7 +43,7 @@ std::string reference_key(const std::string& path, const std::string& key) {
 }
 
 /// Every (kind, key) the loaders allow in the shipped files, and a few inputs for branches no shipped
-/// file takes (the other speed distributions, recompute by module).
+/// file takes (the other speed distributions, recompute by module, a collectives: section).
 std::set<std::pair<std::string, std::string>> keys_the_loaders_allow() {
   std::set<std::pair<std::string, std::string>> seen;
   std::map<std::string, std::string> kinds;  // file -> kind
@@ -79,7 +79,7 @@ std::set<std::pair<std::string, std::string>> keys_the_loaders_allow() {
                                                                "recompute: selective", "recompute: {modules: [core_attn]}", "scenario"),
                                             "../clusters/", test::source_path("scenarios/clusters/"), "scenario"),
                          "../models/", test::source_path("scenarios/models/"), "scenario");
-  const std::string path = test::temp_file(by_module);
+  const std::string path = test::temp_file(by_module + "collectives: {algorithm: best}\n");
   kinds[path] = "scenario";
   load_scenario(path);
   observe_expected_keys({});

@@ -117,7 +117,7 @@ TEST_CASE("the report's SVG draws the 16K-GPU SuperPOD by unit: five units each 
   CHECK(count(svg, ">unit 0<") == 1);
   CHECK(count(svg, ">unit 63<") == 1);
   CHECK(count(svg, ">unit 30<") == 0);
-  CHECK(count(svg, ">256 cores<") == 1);
+  CHECK(count(svg, ">256 cores</text>") == 1);
   // 10 units to their spines, 10 spine groups to the cores: 20 lines, each labelled as in DOT.
   CHECK(count(svg, "<line x1") - count(svg, "stroke-dasharray") - count(svg, "<g class=\"legend\">") == 20);
   CHECK(count(svg, "class=\"edge-label\"") == 20);
