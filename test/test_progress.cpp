@@ -62,7 +62,7 @@ TEST_CASE("Progress draws nothing when not wanted or when not on a terminal", "[
   CHECK(drawn(true, false, 4).empty());
 }
 
-TEST_CASE("validate in a pipe writes no progress; -v logs each row through spdlog instead", "[progress]") {
+TEST_CASE("validate in a pipe writes no progress, and under -v logs each row through spdlog instead", "[progress]") {
   const auto plain = test::run_cli("validate " + kRow);
   REQUIRE(plain.exit_code == 0);
   CHECK(plain.stderr_text.empty());
@@ -72,10 +72,11 @@ TEST_CASE("validate in a pipe writes no progress; -v logs each row through spdlo
   CHECK_THAT(verbose.stderr_text, !Contains("\r"));
 }
 
-TEST_CASE("validate and compare draw a bar on a terminal, and not under -q or -v", "[progress]") {
+TEST_CASE("validate, compare and bench draw a bar on a terminal, and not under -q or -v", "[progress]") {
   CHECK_THAT(on_terminal("validate " + kRow), Contains("validate [") && Contains("1/1"));
   CHECK_THAT(on_terminal("validate -q " + kRow), !Contains("validate ["));
   CHECK_THAT(on_terminal("validate -v " + kRow), !Contains("validate [") && Contains("row 1 of 1"));
   const std::string scenario = test::source_path("scenarios/validation/korthikanti-22b-full.yaml");
   CHECK_THAT(on_terminal("compare " + scenario + " --schedules 1f1b,gpipe"), Contains("compare [") && Contains("2/2"));
+  CHECK_THAT(on_terminal("bench --scenarios " + scenario), Contains("bench [") && Contains("1/1"));
 }
