@@ -280,9 +280,14 @@ std::string report_document(const std::string& title, const std::string& section
          "<p class=\"note\">Written by clustersim. Self-contained: no script, nothing fetched.</p>\n</body>\n</html>\n";
 }
 
+std::string topology_section(const std::string& svg, const std::string& note) {
+  return "<section id=\"topology\">\n<h2>Cluster</h2>\n<p class=\"note\">" + xml_escape(note) + "</p>\n" + svg + "</section>\n";
+}
+
 std::string report_html(const ReportPage& page) {
   return report_document(page.title, summary_section(page) + timeline_section(page) + breakdown_section(page) +
-                                         memory_section(page) + links_section(page));
+                                         memory_section(page) + links_section(page) +
+                                         (page.topology_svg.empty() ? "" : topology_section(page.topology_svg, page.topology_note)));
 }
 
 }  // namespace clustersim

@@ -4,7 +4,7 @@
 // stream on its own row, where each stage's time went, memory per stage against HBM, and how busy
 // each link tier was. `run` draws one iteration, `compare` one per schedule on one time scale, with
 // a row for each schedule that could not run and why. Sections have fixed ids (summary, timeline,
-// breakdown, memory, links) for readers and tests to find.
+// breakdown, memory, links, topology) for readers and tests to find.
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +49,8 @@ struct ReportPage {
   std::string gpu;
   Bytes hbm_bytes = 0;
   std::vector<ReportRun> runs;
+  std::string topology_svg;   // the cluster's picture (topology_svg.hpp); no section when empty
+  std::string topology_note;  // what the picture shows (its level, the job's share of the cluster)
 };
 
 /// The breakdown's parts in drawing order: (key, label).
@@ -64,6 +66,8 @@ std::string report_html(const ReportPage& page);
 // Pieces other reports share (collective's, report_collective.hpp).
 /// The page around its sections: head, the style sheet, the title.
 std::string report_document(const std::string& title, const std::string& sections);
+/// The cluster's picture as a section (id "topology"), after a note.
+std::string topology_section(const std::string& svg, const std::string& note);
 /// Link tiers as a table, after a note saying what traffic they count.
 std::string link_tiers_table(const std::vector<LinkTierLoad>& tiers, const std::string& note);
 

@@ -9,8 +9,10 @@
 
 namespace clustersim {
 
-/// The SVG (with its legend and a time axis above and below).
+/// The SVG (with its legend and a time axis above and below), styled by the report page's sheet.
 std::string report_timeline_svg(const std::vector<ReportRun>& runs);
+/// The same picture as a file of its own (`compare --svg`): its styles inside it and a white ground.
+std::string report_timeline_svg_file(const std::vector<ReportRun>& runs);
 
 /// Each pass's chunk: its model stage's place among the stages its rank holds, lowest first (an
 /// interleaved rank r holds r, r + p, ...; a V-shaped one r and 2p - 1 - r).

@@ -110,18 +110,32 @@ TEST_CASE("a schedule that cannot run the scenario gets a row saying why") {
   CHECK_THAT(r.stdout_text, Catch::Matches("(.|\n)*  1f1b +1 +[0-9.]+(.|\n)*"));
 }
 
-TEST_CASE("the svg draws one panel per schedule with a box per pass") {
-  const std::string svg_path = temp_file("", ".svg");
-  const auto r = run_cli("compare " + kScenario + " --schedules 1f1b,zb-v --svg " + svg_path);
+TEST_CASE("the svg is the report's timeline: a box per pass, a time axis, chunks, and a row for a schedule that cannot run") {
+  const std::string svg_path = temp_file("", ".svg"), html_path = temp_file("", ".html");
+  // 12 microbatches (global batch 48 over dp 4): DualPipe needs at least 2p = 32.
+  const auto r = run_cli("compare " + kScenario + " --schedules 1f1b,zb-v,dualpipe --set global_batch=48 --svg " + svg_path +
+                         " --report " + html_path);
   REQUIRE(r.exit_code == 0);
   const std::string svg = test::read_file(svg_path);
-  CHECK(svg.rfind("<svg", 0) == 0);
-  CHECK(count_of(svg, "font-weight=\"bold\">1f1b") == 1);
-  CHECK(count_of(svg, "font-weight=\"bold\">zb-v") == 1);
-  // 64 microbatches: 1f1b has 16 stages, zb-v 32, each forwarded once; zb-v splits every backward.
-  CHECK(count_of(svg, "<title>forward ") == 64 * 16 + 64 * 32);
-  CHECK(count_of(svg, "<title>backward ") == 64 * 16);
-  CHECK(count_of(svg, "<title>backward_weight ") == 64 * 32);
+  CHECK(svg.rfind("<svg xmlns=", 0) == 0);
+  CHECK(count_of(svg, "<style>") == 1);  // a file of its own: its styles inside it
+  CHECK(count_of(svg, "class=\"run-title\" x=\"4\" y=\"") == 3);
+  // 1f1b has 16 stages, zb-v 32, each microbatch forwarded once on each; zb-v splits every backward
+  // into B input and W.
+  CHECK(count_of(svg, "<title>F microbatch ") == 12 * 16 + 12 * 32);
+  CHECK(count_of(svg, "<title>B microbatch ") == 12 * 16);
+  CHECK(count_of(svg, "<title>B input microbatch ") == 12 * 32);
+  CHECK(count_of(svg, "<title>W microbatch ") == 12 * 32);
+  // zb-v's second chunk (half its stages) is drawn with a pattern over the colour.
+  CHECK(count_of(svg, "fill=\"url(#chunk1)\" pointer-events") == 3 * 12 * 16);
+  // A time axis in ms or s above and below, and F, B and W in three distinct colours of the report's.
+  CHECK(std::regex_search(svg, std::regex("class=\"tick\"[^>]*>[0-9.]+ (ms|s)<")));
+  for (const char* fill : {"#0072B2", "#D55E00", "#009E73"}) CHECK(count_of(svg, std::string("fill=\"") + fill + "\"><title>") > 0);
+  // dualpipe's row says why it could not run, as the report's does; the report holds the same picture.
+  CHECK(count_of(svg, "<g class=\"infeasible\" data-run=\"dualpipe\">") == 1);
+  const std::string html = test::read_file(html_path);
+  const std::string timeline = html.substr(html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\""));
+  CHECK(svg.find(timeline.substr(timeline.find("<defs>"), 2000)) != std::string::npos);
 }
 
 TEST_CASE("compare prints the same bytes every time") {

@@ -141,3 +141,39 @@ TEST_CASE("verbose (-v) logs what was read, and each step of compare, to stderr 
   const auto vv = ok("run " + kScenario + " -vv --set global_batch=8");
   CHECK_THAT(vv.stderr_text, Contains("clustersim: --set global_batch=8"));
 }
+
+TEST_CASE("topology --csv - is one row of the JSON document's figures, tiers as columns by name", "[csv]") {
+  const std::string args = "topology --cluster " + kA100;
+  const Table t = parse_csv(ok(args + " --csv -").stdout_text);
+  const auto j = test::cli_json(args);
+  REQUIRE(t.size() == 2);
+  CHECK(std::stol(t[1][column(t, "gpus")]) == j.at("gpus").get<long>());
+  CHECK(std::stod(t[1][column(t, "bisection_Bps")]) == j.at("bisection_Bps").get<double>());
+  CHECK(std::stod(t[1][column(t, "oversubscription.leaf.ratio")]) == j["oversubscription_per_tier"][0]["ratio"].get<double>());
+  CHECK(std::stol(t[1][column(t, "links_per_type.hdr")]) == j["links_per_type"]["hdr"].get<long>());
+}
+
+TEST_CASE("list --csv - has a row for everything the JSON lists, with its kind", "[csv]") {
+  const Table t = parse_csv(ok("list --csv -").stdout_text);
+  const auto j = test::cli_json("list");
+  std::size_t listed = 0;
+  for (const char* kind : {"commands", "algorithms", "protocols", "fabrics", "solvers", "schedules", "gpus"}) listed += j.at(kind).size();
+  REQUIRE(t.size() == listed + 1);
+  CHECK(t[0] == std::vector<std::string>{"kind", "name", "description"});
+  std::size_t fabrics = 0;
+  for (const auto& row : t) fabrics += row[0] == "fabrics";
+  CHECK(fabrics == j.at("fabrics").size());
+}
+
+TEST_CASE("calibrate --csv writes both residual tables as one, a row per input row", "[csv]") {
+  const std::string args = "calibrate --cluster " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") + " " +
+                           source_path("scenarios/calibration/all_reduce_perf-8gpu.synthetic.txt");
+  const Table t = parse_csv(ok(args + " --csv -").stdout_text);
+  const auto j = test::cli_json(args);
+  REQUIRE(t.size() == j.at("nccl_tests_residuals").size() + j.at("iteration_residuals").size() + 1);
+  REQUIRE(t.size() > 2);
+  for (std::size_t i = 0; i < j.at("nccl_tests_residuals").size(); ++i) {
+    CHECK(t[i + 1][column(t, "table")] == "nccl_tests_residuals");
+    CHECK(std::stod(t[i + 1][column(t, "busbw_GBps")]) == j["nccl_tests_residuals"][i]["busbw_GBps"].get<double>());
+  }
+}

@@ -134,8 +134,14 @@ TEST_CASE("bench --json with --scenarios or --fabric-only is one line naming --j
   CHECK(r.stderr_text == "error: command line: --json: expected the collective bench: --scenarios, --fabric-only, --search, --sweep, --goodput and --serve print text only\n");
 }
 
+TEST_CASE("schema --json conforms to schema.schema.json and lists every key of the reference", "[json]") {
+  const nlohmann::json j = conforming("schema", "");
+  CHECK(j.at("keys").size() > 150);
+  for (const auto& k : j.at("keys")) CHECK(k.at("required").get<bool>() == k.at("default").is_null());
+}
+
 TEST_CASE("every shipped schema uses only the keywords the checker implements", "[json]") {
-  for (const char* command : {"run", "compare", "collective", "topology", "list", "validate", "calibrate", "bench", "sweep", "serve"}) {
+  for (const char* command : {"run", "compare", "collective", "topology", "list", "validate", "calibrate", "bench", "sweep", "serve", "schema"}) {
     INFO(command);
     const nlohmann::json schema = schema_of(command);
     CHECK(schema.at("properties").at("schema_version").at("enum") == nlohmann::json::array({2}));

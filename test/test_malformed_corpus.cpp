@@ -504,9 +504,9 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
     std::string args, where, field, contains;
   };
   const std::vector<Case> cases = {
-      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve"},
-      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve; got 'frobnicate'"},
-      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve; got '--frobnicate'"},
+      {"", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve, schema"},
+      {"frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve, schema; got 'frobnicate'"},
+      {"--frobnicate", cl, "", "expected a command, one of: run, validate, compare, calibrate, collective, topology, list, bench, search, sweep, goodput, serve, schema; got '--frobnicate'"},
       // serve
       {"serve", cl, "serving", "missing: expected this argument"},
       {"serve " + source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") + " --json", cl, "--json", "expected a value"},
@@ -550,13 +550,22 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {col + "--json " + kNoDir, kNoDir, "--json", "the directory '/nonexistent-clustersim-dir' does not exist"},
       {col + "--json /tmp", "/tmp", "--json", "expected a file to write, got a directory"},
       {col + "--report " + kNoDir, kNoDir, "--report", "does not exist"},
+      {col + "--set parallel.tp=4", cl, "--set", "expected cluster.PATH=VALUE"},
+      {col + "--set cluster.fabric.tiers.9.radix=2", cl, "--set", "expected an index below 2 into the list, got '9'"},
       // topology
       {"topology", cl, "--cluster", "missing: expected this option"},  // positional, or --cluster
       {"topology " + cluster + " --dot " + kNoDir, kNoDir, "--dot", "does not exist"},
       {"topology " + cluster + " --graphml /tmp", "/tmp", "--graphml", "got a directory"},
       {"topology " + cluster + " " + cluster, cl, "", "unexpected argument"},
-      {"topology " + cluster + " --level leaf", cl, "--level", "expected --dot as well"},
+      {"topology " + cluster + " --level leaf", cl, "--level", "expected --dot, --svg or --report as well"},
       {"topology " + cluster + " --dot /tmp/t.dot --level rack", cl, "--level", "expected node, leaf or spine"},
+      {"topology " + cluster + " --svg /tmp/t.svg --level pod", cl, "--level", "expected node, leaf or spine, got 'pod'"},
+      {"topology " + cluster + " --svg " + kNoDir, kNoDir, "--svg", "does not exist"},
+      {"topology " + cluster + " --report /tmp", "/tmp", "--report", "got a directory"},
+      {"topology " + cluster + " --csv " + kNoDir, kNoDir, "--csv", "does not exist"},
+      {"topology " + cluster + " --csv - --json -", cl, "--csv", "expected a file: --json already writes to stdout"},
+      {"topology " + cluster + " --set fabric.type=torus", cl, "--set", "expected cluster.PATH=VALUE"},
+      {"topology " + cluster + " --set cluster.fabric.no_such=1", cl, "--set", "unknown cluster field 'cluster.fabric.no_such'"},
       // run
       {"run", cl, "scenario", "missing: expected this argument"},
       {"run " + scenario + " --allow-oom=2", cl, "--allow-oom", "expected no value: it is a flag"},
@@ -576,6 +585,8 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"run " + scenario + " --trace " + kNoDir, kNoDir, "--trace", "does not exist"},
       {"run " + scenario + " --report " + kNoDir, kNoDir, "--report", "does not exist"},
       {"run " + scenario + " --report /tmp", "/tmp", "--report", "expected a file to write, got a directory"},
+      {"run " + scenario + " --report /tmp/r.html --topology-level rack", cl, "--topology-level", "expected node, leaf or spine, got 'rack'"},
+      {"run " + scenario + " --topology-level leaf", cl, "--topology-level", "expected --report as well"},
       // compare
       {"compare " + scenario, cl, "--schedules", "missing: expected this option"},
       {"compare " + scenario + " --schedules warp", cl, "--schedules", "expected pipeline schedules from:"},
@@ -583,9 +594,13 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"compare " + scenario + " --schedules 1f1b --svg " + kNoDir, kNoDir, "--svg", "does not exist"},
       {"compare " + scenario + " --schedules 1f1b --report " + kNoDir, kNoDir, "--report", "does not exist"},
       {"compare " + scenario + " --schedules 1f1b --report /tmp", "/tmp", "--report", "got a directory"},
+      {"compare " + scenario + " --schedules 1f1b --report /tmp/c.html --topology-level pod", cl, "--topology-level", "expected node, leaf or spine"},
+      {"compare " + scenario + " --schedules 1f1b --topology-level node", cl, "--topology-level", "expected --report as well"},
       // validate
       {"validate --rows " + rows + " --only no-such-row", cl, "--only", "expected row names listed in"},
       {"validate --rows", cl, "--rows", "expected a value"},
+      {"validate --sets", cl, "--sets", "expected a value"},
+      {"validate --set narayanan-table1", cl, "--set", "validate takes no KEY=VALUE overrides"},
       // calibrate
       {"calibrate", cl, "--cluster", "missing: expected this option"},
       {"calibrate --cluster " + cluster + " --gpus 1 " + rows, cl, "--gpus", "expected an integer from 2 to 1016, got 1"},
@@ -593,9 +608,16 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"calibrate --cluster " + cluster + " --iteration " + scenario + "=inf", cl, "--iteration", "expected a number from"},
       {"calibrate --cluster " + cluster + " --iteration " + scenario + "=1 --out " + kNoDir, kNoDir, "--out", "does not exist"},
       {col + "--nccl-tests /tmp", "/tmp", "--nccl-tests", "expected a file to write, got a directory"},
+      {"calibrate --cluster " + cluster + " --iteration " + scenario + "=1 --csv /tmp", "/tmp", "--csv", "got a directory"},
       // list
       {"list extra", cl, "", "unexpected argument 'extra'"},
       {"list --verbosity", cl, "--verbosity", "unknown option"},  // -v, --verbose is every command's
+      {"list --csv " + kNoDir, kNoDir, "--csv", "does not exist"},
+      // schema
+      {"schema --markdown=yes", cl, "--markdown", "expected no value"},
+      {"schema --json /tmp", "/tmp", "--json", "got a directory"},
+      {"schema --csv " + kNoDir, kNoDir, "--csv", "does not exist"},
+      {"schema extra", cl, "", "unexpected argument 'extra'"},
       // bench
       {"bench --cluster " + cluster + " --gpus 16,1", cluster, "--gpus", "expected 2 to 1016 GPUs, got 1"},
       {"bench --cluster " + cluster + " --gpus x", cl, "--gpus", "expected an integer"},

@@ -248,6 +248,22 @@ TEST_CASE("compare --report draws every schedule on one time scale, says why one
   std::remove(b.c_str());
 }
 
+TEST_CASE("run --report draws the cluster at the level asked, and at the finest readable one otherwise") {
+  const std::string html = temp_file("", ".html");
+  REQUIRE(run_cli("run " + kScenario + kSmall + " --report " + html + " --topology-level spine").exit_code == 0);
+  const std::string page = test::read_file(html);
+  const std::string picture = section(page, "topology");
+  CHECK(count_of(picture, "<svg ") == 1);
+  CHECK(count_of(picture, "at the spine level") == 1);
+  CHECK(count_of(picture, "the job runs on its first 512 of") == 1);
+  REQUIRE(run_cli("run " + kScenario + kSmall + " --report " + html).exit_code == 0);
+  CHECK(count_of(section(test::read_file(html), "topology"), "(the finest with at most 40 boxes;") == 1);
+  const auto bad = run_cli("run " + kScenario + " --topology-level spine");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.stderr_text ==
+        "error: command line: --topology-level: expected --report as well: it sets the level of the report's cluster picture\n");
+}
+
 TEST_CASE("run --report and collective --report write the same bytes when rerun") {
   const std::string a = temp_file("", ".html"), b = temp_file("", ".html");
   for (const std::string& args :
@@ -287,14 +303,22 @@ TEST_CASE("compare's and collective's pages open in headless Chromium without a 
                        shell_quote(png) + " " + shell_quote("file://" + blank) + " >/dev/null 2>&1")
                           .c_str()) == 0);
   const std::size_t blank_bytes = fs::file_size(png);
-  for (const auto& [page, sections] : {std::pair{compare, kSections},
-                                       std::pair{collective, std::vector<std::string>{"summary", "bandwidth", "links"}}}) {
+  // compare's page also draws the cluster; topology's page is the 16K-GPU SuperPOD's picture.
+  std::vector<std::string> with_topology = kSections;
+  with_topology.push_back("topology");
+  const std::string topology = temp_file("", ".html");
+  REQUIRE(run_cli("topology --cluster " + source_path("scenarios/clusters/dgx-h100-superpod-16k.yaml") + " --level leaf --report " +
+                  topology)
+              .exit_code == 0);
+  for (const auto& [page, sections] : {std::pair{compare, with_topology},
+                                       std::pair{collective, std::vector<std::string>{"summary", "bandwidth", "links"}},
+                                       std::pair{topology, std::vector<std::string>{"summary", "topology", "oversubscription"}}}) {
     const std::vector<std::string> problems = browser_problems(page, sections, blank_bytes);
     for (const std::string& p : problems) UNSCOPED_INFO(page << ": " << p);
     CHECK(problems.empty());
   }
   fs::remove_all(dir);
-  for (const std::string& f : {compare, collective, blank}) std::remove(f.c_str());
+  for (const std::string& f : {compare, collective, blank, topology}) std::remove(f.c_str());
 }
 
 TEST_CASE("the browser check fails a page with a script error, a console message and a missing section") {

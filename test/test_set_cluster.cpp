@@ -81,3 +81,41 @@ TEST_CASE("compare takes cluster overrides as run does", "[set]") {
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains("--set: unknown cluster field 'cluster.fabric.warp'"));
 }
+
+TEST_CASE("topology --set cluster.* changes the cluster it builds, and echoes the change", "[set]") {
+  // roce-3tier-clos: 512 nodes x 8 NICs on leaves of radix 64. At 1:1 a leaf has 32 ports down and
+  // 32 up; at 3:1, 48 down and 16 up: 4096 NIC ports fill 85 leaves and a 86th with 16, so the tier
+  // is 4096 : 86 x 16 and a full leaf 48 : 16.
+  const std::string clos = source_path("scenarios/clusters/roce-3tier-clos.yaml");
+  const auto base = test::cli_json("topology --cluster " + clos);
+  const auto thin = test::cli_json("topology --cluster " + clos + " --set cluster.fabric.tiers.0.oversubscription=3");
+  CHECK(base["oversubscription_per_tier"][0]["ratio"].get<double>() == Approx(1.0));
+  CHECK(thin["oversubscription_per_tier"][0]["ratio"].get<double>() == Approx(4096.0 / (86 * 16)));
+  CHECK(thin["oversubscription_per_tier"][0]["worst_switch_ratio"].get<double>() == Approx(3.0));
+  CHECK(thin["config"]["cluster_overrides"] == nlohmann::json::array({"cluster.fabric.tiers.0.oversubscription=3"}));
+  CHECK(base["config"]["cluster_overrides"] == nlohmann::json::array());
+}
+
+TEST_CASE("collective --set cluster.node.nics.bandwidth_Gbps halves a two-node ring's bus bandwidth with the NICs'", "[set]") {
+  // Two DGX A100 nodes: the rings cross the 8 HDR NICs of each node (8 x 25 GB/s, under NVLink's
+  // 8 x 300), so a 1 GiB all-reduce's bus bandwidth is the NICs' and scales with their line rate
+  // (latency is under 1% at 1 GiB).
+  const std::string args = "collective --cluster " + source_path("scenarios/clusters/dgx-a100-superpod.yaml") +
+                           " --gpus 16 --algo ring --proto Simple -b 1G -e 1G";
+  const auto full = test::cli_json(args);
+  const auto half = test::cli_json(args + " --set cluster.node.nics.bandwidth_Gbps=100");
+  const double ratio = half["rows"][0]["busbw_GBps"].get<double>() / full["rows"][0]["busbw_GBps"].get<double>();
+  CHECK(ratio == Approx(0.5).margin(0.01));
+  CHECK(half["config"]["cluster_overrides"] == nlohmann::json::array({"cluster.node.nics.bandwidth_Gbps=100"}));
+}
+
+TEST_CASE("collective and topology take only cluster fields with --set: anything else is one line", "[set]") {
+  const std::string a100 = source_path("scenarios/clusters/dgx-a100-superpod.yaml");
+  for (const std::string command : {"collective --gpus 8 --cluster ", "topology --cluster "}) {
+    const std::string line = command_line_error(command + a100 + " --set parallel.tp=4");
+    CHECK(line == "error: command line: --set: expected cluster.PATH=VALUE, a field of the cluster file "
+                  "(cluster.fabric.tiers.0.oversubscription=2): this command reads no scenario; got 'parallel.tp=4'\n");
+    CHECK_THAT(command_line_error(command + a100 + " --set cluster.fabric.no_such_key=1"),
+               Catch::StartsWith("error: command line: --set: unknown cluster field 'cluster.fabric.no_such_key'"));
+  }
+}

@@ -9,6 +9,7 @@
 #include "support.hpp"
 #include "topologies/report.hpp"
 #include "topologies/router.hpp"
+#include "topologies/topology_picture.hpp"
 
 using namespace clustersim;
 using clustersim::test::cluster_from_yaml;
@@ -193,18 +194,19 @@ TEST_CASE("ECMP routes are deterministic per hash and spread hashes over the spi
   CHECK(uplinks.size() >= 16);
 }
 
-TEST_CASE("DOT and GraphML hold one vertex per graph vertex and one edge per link") {
+TEST_CASE("DOT and GraphML of every vertex hold one box per graph vertex and one edge per link") {
   const Cluster c = superpod_node_on(
       "fabric: {type: single_switch, nodes: 2, link_type: ndr, bandwidth_Gbps: 400, latency_us: 0.3}\n");
   // 2 nodes x (8 GPUs + NVSwitch + 8 NICs) + 1 switch; 2 x 24 links.
   REQUIRE(boost::num_vertices(c.graph) == 35);
   REQUIRE(c.links.size() == 48);
-  const std::string dot = to_graphviz(c);
-  CHECK(dot.rfind("graph G {", 0) == 0);
-  CHECK(count(dot, "--") == 48);
-  CHECK(count(dot, "kind=gpu") == 16);
-  CHECK(count(dot, "type=pcie5") == 16);
-  const std::string graphml = to_graphml(c);
+  // No two links join the same two vertices here, so none collapse: an edge per link.
+  const std::string dot = cluster_dot(c, PictureLevel::full);
+  CHECK(dot.find("\ngraph G {") != std::string::npos);
+  CHECK(count(dot, " -- ") == 48);
+  CHECK(count(dot, "shape=box, style=filled, fillcolor=\"#a1d99b\"") == 16);  // a GPU's box
+  CHECK(count(dot, "label=\"pcie5 ") == 16);
+  const std::string graphml = cluster_graphml(c);
   CHECK(count(graphml, "<node ") == 35);
   CHECK(count(graphml, "<edge ") == 48);
   CHECK(count(graphml, "attr.name=\"bandwidth_Bps\"") == 1);

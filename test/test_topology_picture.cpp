@@ -11,6 +11,7 @@
 #include "topologies/report.hpp"
 #include "topologies/tier_oversubscription.hpp"
 #include "topologies/topology_picture.hpp"
+#include "simulator/topology_svg.hpp"
 
 using namespace clustersim;
 namespace test = clustersim::test;
@@ -103,6 +104,43 @@ TEST_CASE("a 16K-GPU SuperPOD is drawn by scalable unit or by pod") {
   CHECK(spine.size() < 20000);  // a picture, not a 143,532 pt strip
 }
 
+TEST_CASE("the report's SVG draws the 16K-GPU SuperPOD by unit: five units each side of one box for the rest") {
+  const Cluster& c = test::shipped_cluster("scenarios/clusters/dgx-h100-superpod-16k.yaml");
+  const std::string svg = topology_svg(c, PictureLevel::leaf);
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+  // Rows of 64 units and 64 spine groups keep 5 + 5 each; the cores are one box: 21 boxes drawn.
+  CHECK(count(svg, "<g class=\"box\">") == 21);
+  CHECK(count(svg, "<g class=\"box elided\">") == 2);
+  CHECK(count(svg, ">... 54 more units<") == 1);
+  CHECK(count(svg, ">... 54 more spine groups<") == 1);
+  CHECK(count(svg, ">like these<") == 2);  // every unit and every spine group is wired alike
+  CHECK(count(svg, ">unit 0<") == 1);
+  CHECK(count(svg, ">unit 63<") == 1);
+  CHECK(count(svg, ">unit 30<") == 0);
+  CHECK(count(svg, ">256 cores</text>") == 1);
+  // 10 units to their spines, 10 spine groups to the cores: 20 lines, each labelled as in DOT.
+  CHECK(count(svg, "<line x1") - count(svg, "stroke-dasharray") - count(svg, "<g class=\"legend\">") == 20);
+  CHECK(count(svg, "class=\"edge-label\"") == 20);
+  CHECK(count(svg, ">256 x ndr 50.0 GB/s</text>") == 20 + 1);  // and once in the legend
+  // A dozen boxes wide: 11 slots of 190 px and the margins.
+  std::smatch m;
+  REQUIRE(std::regex_search(svg, m, std::regex("width=\"([0-9.]+)\"")));
+  CHECK(std::stod(m[1]) == Approx(11 * 190 + 40));
+  CHECK(default_picture_level(c) == PictureLevel::spine);  // 65 boxes at spine, 129 at leaf: the coarsest
+}
+
+TEST_CASE("a small cluster is drawn node by node with every edge labelled, and the same bytes each time") {
+  const Cluster& c = test::shipped_cluster("scenarios/clusters/dgx-a100-superpod.yaml");
+  const ClusterPicture node = cluster_picture(c, PictureLevel::node);
+  const std::string svg = topology_svg(c, PictureLevel::node);
+  CHECK(svg == topology_svg(c, PictureLevel::node));
+  std::size_t nodes = 0;
+  for (const PictureBox& b : node.boxes) nodes += b.holds_nodes;
+  CHECK(nodes == static_cast<std::size_t>(c.spec.fabric.nodes));
+  if (node.boxes.size() <= 40) CHECK(default_picture_level(c) == PictureLevel::node);
+  else CHECK(default_picture_level(c) != PictureLevel::node);
+}
+
 TEST_CASE("GraphML carries calibrated efficiency, rail and node index, and says bandwidth is per direction") {
   const Cluster& c = test::shipped_cluster("scenarios/clusters/dgx-h100-superpod.yaml");
   const std::string g = cluster_graphml(c);
@@ -142,12 +180,27 @@ TEST_CASE("oversubscription per tier is down over up bandwidth as built, and the
   CHECK(r.stdout_text.find("top tier") != std::string::npos);
 }
 
-TEST_CASE("topology --level without --dot, or at an unknown level, is one line and exit 2") {
+TEST_CASE("topology --svg and --report draw the cluster at --level, by default the finest with at most 40 boxes") {
+  const std::string cluster = test::source_path("scenarios/clusters/dgx-h100-superpod-16k.yaml");
+  const std::string svg = test::temp_file("", ".svg"), html = test::temp_file("", ".html");
+  auto r = test::run_cli("topology " + cluster + " --svg " + svg + " --report " + html);
+  REQUIRE(r.exit_code == 0);
+  const std::string picture = test::read_file(svg), page = test::read_file(html);
+  CHECK(picture.rfind("<svg ", 0) == 0);
+  CHECK(count(picture, ": spine level, 65 boxes") == 1);
+  CHECK(count(page, "<section id=\"topology\">") == 1);
+  CHECK(count(page, "<section id=\"oversubscription\">") == 1);
+  CHECK(page.find(picture) != std::string::npos);  // the same picture, inline
+  REQUIRE(test::run_cli("topology " + cluster + " --svg " + svg + " --level leaf").exit_code == 0);
+  CHECK(count(test::read_file(svg), ": leaf level, 129 boxes") == 1);
+}
+
+TEST_CASE("topology --level without --dot, --svg or --report, or at an unknown level, is one line and exit 2") {
   const std::string cluster = test::source_path("scenarios/clusters/dgx-h100-superpod.yaml");
   auto r = test::run_cli("topology " + cluster + " --level leaf");
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
-  CHECK(r.stderr_text == "error: command line: --level: expected --dot as well: it sets the level of the picture\n");
+  CHECK(r.stderr_text == "error: command line: --level: expected --dot, --svg or --report as well: it sets the level of the picture\n");
   r = test::run_cli("topology " + cluster + " --dot /tmp/clustersim-level.dot --level rack");
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());

@@ -230,18 +230,29 @@ TEST_CASE("validate's mean, max and trend are those of the rows' signed errors a
   CHECK(s.slope == Approx(1.0).margin(0.02));
 }
 
-TEST_CASE("validate runs one set of its rows files with --set, and a set that none of them has is an error") {
+TEST_CASE("validate runs one set of its rows files with --sets, and a set that none of them has is an error") {
   const std::string both = test::source_path("scenarios/validation/published.yaml") + "," + test::source_path(kLlama);
-  const auto r = test::run_cli("validate --rows " + both + " --set korthikanti-table5 --only korthikanti-22b-full");
+  const auto r = test::run_cli("validate --rows " + both + " --sets korthikanti-table5 --only korthikanti-22b-full");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.stdout_text, Catch::Contains("# set korthikanti-table5: 1 rows"));
   CHECK_THAT(r.stdout_text, !Catch::Contains("mlperf5.0"));
-  const auto bad = test::run_cli("validate --rows " + both + " --set no-such-set");
+  const auto bad = test::run_cli("validate --rows " + both + " --sets no-such-set");
   CHECK(bad.exit_code == 2);
   CHECK(bad.stdout_text.empty());
   CHECK(bad.stderr_text ==
-        "error: command line: --set: expected one of the sets narayanan-table1, korthikanti-table5, "
+        "error: command line: --sets: expected one of the sets narayanan-table1, korthikanti-table5, "
         "mlperf-llama31-405b-h100; got 'no-such-set'\n");
+}
+
+TEST_CASE("validate --set, renamed --sets, is one line saying so: on other commands --set is KEY=VALUE") {
+  for (const char* given : {"--set korthikanti-table5", "--set parallel.tp=4"}) {
+    const auto r = test::run_cli(std::string("validate ") + given);
+    CHECK(r.exit_code == 2);
+    CHECK(r.stdout_text.empty());
+    CHECK(r.stderr_text ==
+          "error: command line: --set: validate takes no KEY=VALUE overrides; the validation sets to run are chosen with "
+          "--sets NAME,... (validate's --set was renamed --sets)\n");
+  }
 }
 
 TEST_CASE("a validation row without a source is one line naming the row's field") {
@@ -259,15 +270,15 @@ TEST_CASE("a validation row without a source is one line naming the row's field"
 }
 
 TEST_CASE("validate without --rows runs published.yaml and every set folder's published.yaml, not pending ones") {
-  // Run from the source tree, as a user runs `clustersim validate`; an unknown --set lists the sets
+  // Run from the source tree, as a user runs `clustersim validate`; an unknown --sets lists the sets
   // found before anything is simulated.
   const std::string err = test::temp_file("", ".err");
   const std::string cmd = "cd " + test::source_path("") + " && " + CLUSTERSIM_BINARY +
-                          " validate --set no-such-set >/dev/null 2>" + err;
+                          " validate --sets no-such-set >/dev/null 2>" + err;
   const int status = std::system(cmd.c_str());
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 2);
   CHECK(test::read_file(err) ==
-        "error: command line: --set: expected one of the sets narayanan-table1, korthikanti-table5, "
+        "error: command line: --sets: expected one of the sets narayanan-table1, korthikanti-table5, "
         "mlperf-gpt3-h100, mlperf-llama31-405b-h100, mlperf-llama31-8b-mi355x, nemo-h100; got 'no-such-set'\n");
 }

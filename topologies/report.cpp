@@ -1,9 +1,6 @@
 #include "topologies/report.hpp"
 
-#include <boost/graph/graphml.hpp>
-#include <boost/graph/graphviz.hpp>
 #include <boost/graph/push_relabel_max_flow.hpp>
-#include <boost/property_map/transform_value_property_map.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -95,44 +92,6 @@ TopologyReport report_topology(const Cluster& c) {
   const int half_gpus = r.bisection_half_nodes * c.gpus_per_node();
   r.bisection_per_gpu_Bps = half_gpus > 0 ? r.bisection_Bps / half_gpus : 0;
   return r;
-}
-
-namespace {
-
-// Both writers read the same attributes; edge attributes are looked up in cluster.links. Every map
-// goes through a by-value transform: dynamic_properties instantiates put(), which the const
-// graph's own maps cannot take.
-boost::dynamic_properties graph_properties(const Cluster& c) {
-  const auto by_vertex = [&c](auto field) {
-    return boost::make_transform_value_property_map(
-        [&c, field](Graph::vertex_descriptor v) { return field(c.graph[v]); }, get(boost::vertex_index, c.graph));
-  };
-  const auto by_link = [&c](auto field) {
-    return boost::make_transform_value_property_map([&c, field](LinkId l) { return field(c.links[l]); },
-                                                    get(&EdgeInfo::link, c.graph));
-  };
-  boost::dynamic_properties dp;
-  dp.property("name", by_vertex([](const VertexInfo& v) { return v.name; }));
-  dp.property("kind", by_vertex([](const VertexInfo& v) { return std::string(to_string(v.kind)); }));
-  dp.property("tier", by_vertex([](const VertexInfo& v) { return v.tier; }));
-  dp.property("type", by_link([](const Link& l) { return l.type; }));
-  dp.property("bandwidth_Bps", by_link([](const Link& l) { return l.bandwidth_Bps; }));
-  dp.property("latency_s", by_link([](const Link& l) { return l.latency_s; }));
-  return dp;
-}
-
-}  // namespace
-
-std::string to_graphviz(const Cluster& c) {
-  std::ostringstream out;
-  boost::write_graphviz_dp(out, c.graph, graph_properties(c), "name");
-  return out.str();
-}
-
-std::string to_graphml(const Cluster& c) {
-  std::ostringstream out;
-  boost::write_graphml(out, c.graph, get(boost::vertex_index, c.graph), graph_properties(c), true);
-  return out.str();
 }
 
 }  // namespace clustersim

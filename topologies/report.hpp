@@ -1,6 +1,6 @@
 #pragma once
 // What a built cluster contains, as one printable value: vertex, switch and link counts, and the
-// bisection bandwidth. Also the graph in DOT and GraphML, for drawing and for other graph tools.
+// bisection bandwidth. The graph as pictures (DOT, GraphML, SVG) is topology_picture.hpp's.
 #include <map>
 #include <string>
 
@@ -34,10 +34,5 @@ TopologyReport count_topology(const Cluster& cluster);
 TopologyReport report_topology(const Cluster& cluster);
 /// The bisection for the node-order split, in bytes/s, as in TopologyReport::bisection_Bps.
 BytesPerSecond bisection_bandwidth_Bps(const Cluster& cluster);
-
-/// Graphviz DOT: vertices by name with kind and tier, edges with type, bandwidth_Bps, latency_s.
-std::string to_graphviz(const Cluster& cluster);
-/// GraphML with the same attributes.
-std::string to_graphml(const Cluster& cluster);
 
 }  // namespace clustersim

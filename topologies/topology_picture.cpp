@@ -141,22 +141,35 @@ std::string box_label(const Cluster& c, const Box& b, PictureLevel level, int in
   return out.str();
 }
 
-std::string box_style(const Box& b) {
-  if (!b.single && b.nodes > 0) return "shape=box3d, style=filled, fillcolor=\"#c7e9c0\"";
+std::string box_style(const PictureBox& b) {
+  const std::string fill = std::string("fillcolor=\"") + box_fill(b) + "\"";
+  if (b.holds_nodes) return "shape=box3d, style=filled, " + fill;
   switch (b.kind) {
-    case VertexKind::gpu: return "shape=box, style=filled, fillcolor=\"#a1d99b\"";
-    case VertexKind::nvswitch: return "shape=hexagon, style=filled, fillcolor=\"#fdd0a2\"";
-    case VertexKind::nic: return "shape=ellipse, style=filled, fillcolor=\"#deebf7\"";
+    case VertexKind::gpu: return "shape=box, style=filled, " + fill;
+    case VertexKind::nvswitch: return "shape=hexagon, style=filled, " + fill;
+    case VertexKind::nic: return "shape=ellipse, style=filled, " + fill;
     case VertexKind::fabric_switch: break;
   }
-  const char* fill = b.tier <= 1 ? "#9ecae1" : b.tier == 2 ? "#4292c6" : "#08519c";
-  return std::string("shape=") + (b.single ? "box" : "box3d") + ", style=\"filled,rounded\", fillcolor=\"" + fill + "\"" +
-         (b.tier >= 2 ? ", fontcolor=white" : "");
+  return std::string("shape=") + (b.single ? "box" : "box3d") + ", style=\"filled,rounded\", " + fill +
+         (box_text_white(b) ? ", fontcolor=white" : "");
 }
 
 }  // namespace
 
-std::string cluster_dot(const Cluster& c, PictureLevel level) {
+const char* box_fill(const PictureBox& b) {
+  if (b.holds_nodes) return "#c7e9c0";
+  switch (b.kind) {
+    case VertexKind::gpu: return "#a1d99b";
+    case VertexKind::nvswitch: return "#fdd0a2";
+    case VertexKind::nic: return "#deebf7";
+    case VertexKind::fabric_switch: break;
+  }
+  return b.tier <= 1 ? "#9ecae1" : b.tier == 2 ? "#4292c6" : "#08519c";
+}
+
+bool box_text_white(const PictureBox& b) { return !b.holds_nodes && b.kind == VertexKind::fabric_switch && b.tier >= 2; }
+
+ClusterPicture cluster_picture(const Cluster& c, PictureLevel level) {
   const std::vector<int> box = boxes_of(c, level);
   std::map<int, Box> boxes;  // by representative vertex
   const int n = static_cast<int>(boost::num_vertices(c.graph));
@@ -179,17 +192,24 @@ std::string cluster_dot(const Cluster& c, PictureLevel level) {
     if (info.kind == VertexKind::fabric_switch) ++b.switches[info.tier];
     if (info.node >= 0) b.node_set.insert(info.node);
   }
-  std::ostringstream out;
-  out << "// " << c.spec.name << ": bandwidths are per direction of full-duplex links (line rate)\n";
-  out << "graph G {\n  graph [rankdir=BT, overlap=false, splines=true, fontname=\"Helvetica\"];\n"
-      << "  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8];\n";
+  ClusterPicture picture;
+  picture.level = level;
+  std::map<int, int> index_of;  // representative vertex -> index in picture.boxes
   int unit = 0;
   for (int r : order) {
     Box& b = boxes[r];
     b.nodes = static_cast<int>(b.node_set.size());
-    b.id = "b" + std::to_string(r);
     const int index = (!b.single && b.nodes > 0) ? unit++ : 0;
-    out << "  " << b.id << " [label=" << quoted(box_label(c, b, level, index)) << ", " << box_style(b) << "];\n";
+    PictureBox p;
+    p.id = "b" + std::to_string(r);
+    p.label = box_label(c, b, level, index);
+    p.kind = b.kind;
+    p.tier = b.kind == VertexKind::fabric_switch ? b.tier : 0;
+    p.single = b.single;
+    p.holds_nodes = !b.single && b.nodes > 0;
+    p.gpus = b.gpus;
+    index_of[r] = static_cast<int>(picture.boxes.size());
+    picture.boxes.push_back(std::move(p));
   }
   // Links between two boxes, one edge per (type, bandwidth): parallel links collapse into it.
   std::map<std::tuple<int, int, std::string, BytesPerSecond>, int> edges;
@@ -203,13 +223,33 @@ std::string cluster_dot(const Cluster& c, PictureLevel level) {
   }
   for (const auto& key : edge_order) {
     const auto& [a, b, type, bw] = key;
-    const int count = edges[key];
+    PictureEdge e;
+    e.a = index_of[a];
+    e.b = index_of[b];
+    e.type = type;
+    e.bandwidth_Bps = bw;
+    e.count = edges[key];
+    e.colour = link_colour(c, type);
     std::ostringstream label;
-    if (count > 1) label << count << " x ";
+    if (e.count > 1) label << e.count << " x ";
     label << type << " " << gbps(bw);
-    out << "  b" << a << " -- b" << b << " [label=" << quoted(label.str()) << ", color=\"" << link_colour(c, type)
-        << "\", penwidth=" << 1 + static_cast<int>(std::log2(count)) << "];\n";
+    e.label = label.str();
+    picture.edges.push_back(std::move(e));
   }
+  return picture;
+}
+
+std::string cluster_dot(const Cluster& c, PictureLevel level) {
+  const ClusterPicture picture = cluster_picture(c, level);
+  std::ostringstream out;
+  out << "// " << c.spec.name << ": bandwidths are per direction of full-duplex links (line rate)\n";
+  out << "graph G {\n  graph [rankdir=BT, overlap=false, splines=true, fontname=\"Helvetica\"];\n"
+      << "  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8];\n";
+  for (const PictureBox& b : picture.boxes) out << "  " << b.id << " [label=" << quoted(b.label) << ", " << box_style(b) << "];\n";
+  for (const PictureEdge& e : picture.edges)
+    out << "  " << picture.boxes[static_cast<std::size_t>(e.a)].id << " -- " << picture.boxes[static_cast<std::size_t>(e.b)].id
+        << " [label=" << quoted(e.label) << ", color=\"" << e.colour << "\", penwidth=" << 1 + static_cast<int>(std::log2(e.count))
+        << "];\n";
   out << "}\n";
   return out.str();
 }

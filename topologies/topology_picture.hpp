@@ -4,6 +4,7 @@
 // simulator uses (calibrated efficiency, rail and node index, bandwidth per direction).
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "topologies/cluster.hpp"
 
@@ -15,6 +16,39 @@ namespace clustersim {
 /// that reach the same boxes are drawn as one box ("8 spines").
 enum class PictureLevel { full, node, leaf, spine };
 std::optional<PictureLevel> parse_picture_level(const std::string& name);  // node, leaf, spine
+
+/// One box of a picture: a vertex, a node, a unit or pod, or switches of one tier grouped.
+struct PictureBox {
+  std::string id;     // "b<first vertex>"
+  std::string label;  // lines separated by \n: "unit 3\n32 nodes (96-127), 256 GPUs\n8 leaves"
+  VertexKind kind = VertexKind::gpu;  // its first vertex's
+  int tier = 0;       // a switch box's tier (1 leaf, 2 spine, 3 core); 0 otherwise
+  bool single = true;        // one vertex
+  bool holds_nodes = false;  // a node, unit or pod
+  int gpus = 0;
+};
+
+/// The links between two boxes of one type and bandwidth, collapsed into one edge.
+struct PictureEdge {
+  int a = 0, b = 0;  // indices into ClusterPicture::boxes, a < b in box order
+  std::string type;
+  BytesPerSecond bandwidth_Bps = 0;  // per link, per direction (line rate)
+  int count = 0;                     // links collapsed into it
+  std::string colour;                // the link type's (Okabe and Ito), "#0072B2"
+  std::string label;                 // "32 x ndr 50.0 GB/s"
+};
+
+/// What `cluster_dot` and the report's SVG (simulator/topology_svg.hpp) both draw.
+struct ClusterPicture {
+  PictureLevel level = PictureLevel::full;
+  std::vector<PictureBox> boxes;  // in order of their first vertex
+  std::vector<PictureEdge> edges;
+};
+ClusterPicture cluster_picture(const Cluster& cluster, PictureLevel level);
+/// A box's fill by what it holds (nodes, GPU, NVSwitch, NIC, switch tier: darker going up), and
+/// whether its text is white on it; DOT and SVG use the same.
+const char* box_fill(const PictureBox& box);
+bool box_text_white(const PictureBox& box);
 
 /// DOT: boxes styled by kind (GPU, NVSwitch, NIC, switch per tier, groups), and between two boxes
 /// one edge per link type, coloured by it and labelled with the count and each link's bandwidth per

@@ -7,6 +7,7 @@
 
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
+#include "topologies/yaml_keys_observer.hpp"
 #include "topologies/yaml_strict.hpp"
 
 namespace clustersim {
@@ -92,7 +93,14 @@ std::size_t YamlField::size() const {
   return node_.size();
 }
 
+namespace {
+ExpectedKeysObserver g_keys_observer;
+}
+
+void observe_expected_keys(ExpectedKeysObserver observer) { g_keys_observer = std::move(observer); }
+
 void YamlField::expect_keys(std::initializer_list<const char*> allowed) const {
+  if (g_keys_observer) g_keys_observer(*file_, path_, std::vector<std::string>(allowed.begin(), allowed.end()));
   if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_));
   for (const auto& kv : node_) {
     const int at = line_of(kv.first, line_);

@@ -10,6 +10,7 @@
 
 #include "collectives/collective.hpp"
 #include "topologies/cluster.hpp"
+#include "topologies/cluster_overrides.hpp"
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/key_aliases.hpp"
@@ -115,65 +116,13 @@ std::string catalog_file_of(const std::string& cluster_file) {
   return (dir / ".." / "gpus.yaml").lexically_normal().string();
 }
 
-/// `--set cluster.PATH=VALUE`: sets a field of the cluster file the scenario names, e.g.
-/// cluster.fabric.tiers.0.oversubscription=2 (a number indexes a list). Every mapping and list on
-/// the way must exist; the last key may be new (the cluster's own schema then judges it).
-void apply_cluster_override(const YamlField& root, const std::string& text) {
-  const std::size_t eq = text.find('=');
-  const std::string path = text.substr(0, eq), value_text = text.substr(eq + 1);
-  const auto bad = [&](const std::string& why) -> UserError {
-    return UserError("command line", 0, "--set", "cluster field '" + path + "': " + why);
-  };
-  YAML::Node value;
-  try {
-    value = YAML::Load(value_text);
-  } catch (const YAML::Exception&) {
-    // left undefined: reported just below
-  }
-  if (value_text.empty() || !value.IsScalar()) throw bad("expected one value, got '" + value_text + "'");
-  std::vector<std::string> keys;
-  for (std::size_t from = std::string("cluster.").size(), dot = 0; from <= path.size(); from = dot + 1) {
-    dot = std::min(path.find('.', from), path.size());
-    keys.push_back(path.substr(from, dot - from));
-  }
-  YAML::Node node = root.node();
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    const std::string& key = keys[i];
-    if (key.empty()) throw bad("expected cluster.FIELD.FIELD..., with no empty field");
-    const bool last = i + 1 == keys.size();
-    if (node.IsSequence()) {
-      const bool digits = key.find_first_not_of("0123456789") == std::string::npos && key.size() < 9;
-      if (!digits || std::stoul(key) >= node.size())
-        throw bad("expected an index below " + std::to_string(node.size()) + " into the list, got '" + key + "'");
-      if (last) node[std::stoul(key)] = value;
-      else node.reset(node[std::stoul(key)]);
-    } else if (node.IsMap()) {
-      if (last) node[key] = value;
-      else if (!node[key].IsDefined()) throw bad("the cluster file (" + root.file() + ") has no '" + key + "' to set a field in");
-      else node.reset(node[key]);
-    } else {
-      throw bad("'" + keys[i - 1] + "' is a value, not a mapping or a list");
-    }
-  }
-}
-
 /// The cluster, with the command line's cluster.* overrides applied first, and its GPU from the
 /// scenario's `catalog:` or else catalog_file_of(the cluster file).
 void read_cluster(const std::filesystem::path& dir, const YamlField& field, ScenarioSpec& s,
                   const std::vector<std::string>& overrides, const std::optional<YamlField>& catalog) {
   s.cluster_file = resolve(dir, field);
   const YamlField root = YamlField::load_file(s.cluster_file);
-  for (const std::string& o : overrides) apply_cluster_override(root, o);
-  try {
-    s.cluster = parse_cluster_spec(root);
-  } catch (const UserError& e) {
-    // A key the cluster schema lacks, given on the command line: the command line's error.
-    for (const std::string& o : overrides)
-      if (e.expected().rfind("unknown key", 0) == 0 && o.rfind("cluster." + e.field_path() + "=", 0) == 0)
-        throw UserError("command line", 0, "--set", "unknown cluster field 'cluster." + e.field_path() + "' (" +
-                                                        e.expected().substr(std::string("unknown key (").size()));
-    throw;
-  }
+  s.cluster = parse_cluster_spec_with(root, overrides);
   s.catalog_file = catalog ? resolve(dir, *catalog) : catalog_file_of(s.cluster_file);
   if (!std::ifstream(s.catalog_file))
     root.child("gpu").fail("cannot open the GPU catalog '" + s.catalog_file +
@@ -503,7 +452,7 @@ ScenarioSpec load_scenario_node(const YamlField& root, const std::string& path, 
   bool layout_set = false, dp_set = false;
   std::vector<std::string> cluster_overrides;
   for (const auto& o : overrides) {
-    if (o.rfind("cluster.", 0) == 0 && o.find('=') != std::string::npos) {
+    if (is_cluster_override(o)) {
       cluster_overrides.push_back(o);
       continue;
     }

@@ -20,6 +20,7 @@
 #include "simulator/cli/bench_search.hpp"
 #include "simulator/cli/bench_sweep.hpp"
 #include "simulator/cli/commands.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
@@ -157,7 +158,10 @@ void bench_scenarios(const std::vector<std::string>& scenarios, FoldMode fold) {
   std::cout << fmt::format("# clustersim bench: one training iteration per scenario, each in its own process (--fold {})\n", to_string(fold));
   std::cout << fmt::format("# {:<40} {:>6} {:>10} {:>10} {:>14}\n", "scenario", "gpus", "wall(s)", "peak(MiB)",
                            "iteration(s)");
+  Progress bar("bench", progress_wanted());
   for (const std::string& path : scenarios) {
+    spdlog::info("bench: scenario {} of {}: {}", &path - scenarios.data() + 1, scenarios.size(), path);
+    bar.update(&path - scenarios.data(), static_cast<long>(scenarios.size()), path);
     const std::string text = run_in_child([&] {
       const auto t0 = std::chrono::steady_clock::now();
       const ScenarioSpec s = load_scenario(path);
@@ -172,6 +176,7 @@ void bench_scenarios(const std::vector<std::string>& scenarios, FoldMode fold) {
     double wall = 0, iteration = 0;
     long rss_kib = 0;
     in >> name >> gpus >> wall >> rss_kib >> iteration;
+    bar.update(&path - scenarios.data() + 1, static_cast<long>(scenarios.size()), path);
     std::cout << fmt::format("  {:<40} {:>6} {:>10.2f} {:>10.1f} {:>14.3f}\n", name, gpus, wall, rss_kib / 1024.0,
                              iteration);
   }
@@ -275,10 +280,15 @@ void add_bench_command(CLI::App& app) {
     table << fmt::format("# {:>6} {:>8} {:>8} {:>10} {:>10} {:>12} {:>8} {:>10} {:>14} {:>12}\n", "gpus",
                              "traffic", "flows", "link-hops", "setup(s)", "simulate(s)", "cpu(s)", "peak(MiB)",
                              "simulated(ms)", "busbw(GB/s)");
+    Progress bar("bench", progress_wanted());
+    const long steps = static_cast<long>(counts.size() * o->routings.size());
+    long step = 0;
     for (int g : counts)
       for (const std::string& routing : o->routings) {
         spdlog::info("bench: {} GPUs, {} traffic, {} runs", g, routing, repeat);
+        bar.update(step, steps, fmt::format("{} GPUs, {}", g, routing));
         const Measurement m = measure_in_child(*o, g, size, routing);
+        bar.update(++step, steps, fmt::format("{} GPUs, {}", g, routing));
         const double busbw = static_cast<double>(size) / m.simulated_s / 1e9 * bus_bandwidth_factor(op, g);
         table << fmt::format("  {:>6} {:>8} {:>8} {:>10} {:>10.3f} {:>12.4f} {:>8.3f} {:>10.1f} {:>14.3f} "
                                  "{:>12.1f}\n",
@@ -289,6 +299,7 @@ void add_bench_command(CLI::App& app) {
                              {"peak_rss_bytes", m.peak_rss_kib * 1024}, {"time_us", m.simulated_s * 1e6},
                              {"busbw_GBps", busbw}});
       }
+    bar.finish();
     if (!o->json.empty()) write_json(o->json, j);
     write_csv(o->csv, j["rows"]);
     if (table_to_stdout(o->json, o->csv)) std::cout << table.str();

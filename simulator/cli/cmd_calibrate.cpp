@@ -27,7 +27,7 @@ struct Options {
   std::vector<std::string> iterations;
   std::string out;
   std::string name;
-  std::string json;
+  std::string json, csv;
 };
 
 /// "SCENARIO=SECONDS": a scenario and the iteration time measured running it.
@@ -194,6 +194,7 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--out,-o", o->out, "write the calibration file (YAML) here");
   cmd->add_option("--name", o->name, "the calibration's name (default: the --out file's stem)");
   cmd->add_option("--json", o->json, "also write the fit and residuals as JSON (- or /dev/stdout: to stdout, without the text)");
+  cmd->add_option("--csv", o->csv, "also write every input row's residual as CSV, JSON's field names (- or /dev/stdout: to stdout, without the text)");
   cmd->callback([o] {
     if (o->nccl_tests.empty() && o->iterations.empty())
       throw UserError("command line", 0, "nccl_tests",
@@ -211,6 +212,7 @@ void add_calibrate_command(CLI::App& app) {
     for (const std::string& it : o->iterations) measured.push_back(read_iteration(it));
     if (!o->out.empty()) check_output_path(o->out, "--out");
     if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
 
     const LinkFitResult links = fit_link_efficiencies(cluster, files);
     const IterationFitResult gpu_fit = fit_in_training_efficiency(measured, links.links);
@@ -223,8 +225,20 @@ void add_calibrate_command(CLI::App& app) {
       write_file(o->out, calibration_yaml(make_calibration(*o, cluster, files, links, gpu_fit)), "--out");
       text << "\nwrote " << o->out << "\n";
     }
-    if (!o->json.empty()) write_json(o->json, calibrate_json(*o, cluster, measured, links, gpu_fit));
-    if (table_to_stdout(o->json, "")) std::cout << text.str();
+    const nlohmann::ordered_json document = calibrate_json(*o, cluster, measured, links, gpu_fit);
+    if (!o->json.empty()) write_json(o->json, document);
+    if (!o->csv.empty()) {
+      // Both residual tables in one, each row saying which it is (their measured columns differ).
+      nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+      for (const char* table : {"nccl_tests_residuals", "iteration_residuals"})
+        for (const auto& r : document[table]) {
+          nlohmann::ordered_json row{{"table", table}};
+          row.update(r);
+          rows.push_back(std::move(row));
+        }
+      write_csv(o->csv, rows);
+    }
+    if (table_to_stdout(o->json, o->csv)) std::cout << text.str();
   });
 }
 

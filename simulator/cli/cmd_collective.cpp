@@ -29,6 +29,7 @@ constexpr Bytes kMaxSizeBytes = Bytes{1} << 40;
 
 struct Options {
   std::string cluster;
+  std::vector<std::string> sets;  // --set cluster.PATH=VALUE
   std::string gpus;
   std::string op = "all_reduce";
   std::string algo = "best";
@@ -198,6 +199,7 @@ nlohmann::ordered_json to_json(const Options& o, const Cluster& cluster, const S
   // The options as resolved: defaults filled in, sizes in bytes.
   nlohmann::ordered_json j = json_document("collective", {{"cluster", cluster.spec.name},
                  {"cluster_file", o.cluster},
+                 {"cluster_overrides", o.sets},
                  {"gpus", spec.ranks.size()},
                  {"op", o.op},
                  {"algorithm", o.algo},
@@ -267,6 +269,7 @@ void add_collective_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("collective", "nccl-tests-style bandwidth table for one collective");
   cmd->add_option("--cluster", o->cluster, "cluster YAML file")->required();
+  cmd->add_option("--set", o->sets, "change a field of the cluster file: --set cluster.fabric.tiers.0.oversubscription=2 (repeatable)");
   cmd->add_option("--gpus,-g", o->gpus, "number of GPUs (the cluster's first N)")->required();
   cmd->add_option("--op", o->op, "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv");
   cmd->add_option("--algo", o->algo,
@@ -287,7 +290,7 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (the default), simgrid or simgrid-full");
   cmd->callback([o] {
     const Solver solver = parse_solver(o->solver);
-    ClusterSpec cluster_spec = load_cluster_spec(o->cluster, "--cluster");
+    ClusterSpec cluster_spec = load_cluster_with_sets(o->cluster, "--cluster", o->sets);
     if (!o->calibration.empty()) {
       check_input_path(o->calibration, "--calibration");
       apply_link_calibration(load_calibration(o->calibration, "--calibration"), cluster_spec);

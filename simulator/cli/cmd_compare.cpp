@@ -11,7 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "simulator/cli/commands.hpp"
-#include "simulator/timeline_svg.hpp"
+#include "simulator/progress.hpp"
+#include "simulator/report_timeline.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/user_error.hpp"
 
@@ -22,7 +23,7 @@ namespace {
 struct CompareOptions {
   std::string scenario;
   std::vector<std::string> schedules, overrides;
-  std::string json, csv, svg, kernels, report, catalog;
+  std::string json, csv, svg, kernels, report, catalog, topology_level;
   bool allow_oom = false;
   std::string fold = "assume", tp_collectives = "auto";
 };
@@ -49,8 +50,8 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
     overrides.push_back("parallel.virtual_stages=" + std::to_string(v));
     const ScenarioSpec s = load_scenario(o.scenario, overrides);
     const FoldMode fold = parse_fold(o.fold);
-    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, parse_tp_placement(o.tp_collectives, fold),
-                                     !o.report.empty());
+    const bool drawn = !o.report.empty() || !o.svg.empty();  // both draw report_timeline's picture
+    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, parse_tp_placement(o.tp_collectives, fold), drawn);
     double bubble = 0, peak_activations = 0, peak_total = 0;
     int activation_stage = 0, total_stage = 0;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -72,16 +73,12 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
     // One pipeline's transfers, for every TP rank (each sends its 1/t share) and every replica.
     row["pp_bytes"] = static_cast<double>(r.iteration.pp_bytes) * s.layout.tp * s.layout.dp;
     row["stages"] = stages;
-    nlohmann::ordered_json passes = nlohmann::ordered_json::array();
-    for (const PassSpan& p : r.iteration.passes)
-      passes.push_back({p.rank, static_cast<int>(p.kind), p.microbatch, p.stage, p.start_s, p.end_s});
-    row["passes"] = passes;
     row["ranks"] = s.layout.pp;
-    if (!o.report.empty()) row["report"] = report_run_json(report_run(r, fmt::format("{} (v {})", name, v)));
+    if (drawn) row["report"] = report_run_json(report_run(r, fmt::format("{} (v {})", name, v)));
   } catch (const UserError& e) {
     row["feasible"] = false;
     row["why"] = e.what();
-    if (!o.report.empty()) {
+    if (!o.report.empty() || !o.svg.empty()) {
       ReportRun none;
       none.name = name;
       none.why = e.what();
@@ -111,26 +108,18 @@ void print_rows(const std::string& scenario, const std::vector<nlohmann::ordered
   }
 }
 
+/// --svg: the report's timeline (time axis, F/B/W and chunks, streams, a row saying why for each
+/// schedule that could not run) as a file of its own.
 std::string svg_of(const std::vector<nlohmann::ordered_json>& rows) {
-  std::vector<Timeline> timelines;
-  for (const auto& r : rows) {
-    if (!r["feasible"].get<bool>()) continue;
-    Timeline t;
-    t.title = fmt::format("{} (v {}): {:.3f} s, bubble {:.1f}%", r["schedule"].get<std::string>(),
-                          r["virtual_stages"].get<int>(), r["iteration_s"].get<double>(),
-                          100 * r["bubble_fraction"].get<double>());
-    t.ranks = r["ranks"].get<int>();
-    t.iteration_s = r["iteration_s"].get<double>();
-    for (const auto& p : r["passes"])
-      t.passes.push_back({p[0].get<int>(), static_cast<PassKind>(p[1].get<int>()), p[2].get<int>(), p[3].get<int>(),
-                          p[4].get<double>(), p[5].get<double>()});
-    timelines.push_back(std::move(t));
-  }
-  return timeline_svg(timelines);
+  std::vector<ReportRun> runs;
+  for (const auto& r : rows) runs.push_back(report_run_from_json(r["report"]));
+  return report_timeline_svg_file(runs);
 }
 
-std::string report_of(const ScenarioSpec& scenario, const std::vector<nlohmann::ordered_json>& rows) {
+std::string report_of(const ScenarioSpec& scenario, const std::vector<nlohmann::ordered_json>& rows,
+                      std::optional<PictureLevel> level) {
   ReportPage page = report_page(scenario, "compare");
+  add_topology_picture(page, scenario.cluster, level, scenario.gpus());
   for (const auto& r : rows) page.runs.push_back(report_run_from_json(r["report"]));
   return report_html(page);
 }
@@ -148,8 +137,9 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--json", o->json, "write the rows as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--csv", o->csv, "write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
-  cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG");
-  cmd->add_option("--report", o->report, "write a self-contained HTML report: every schedule on one time scale");
+  cmd->add_option("--svg", o->svg, "draw every schedule's per-rank timeline into one SVG, as --report draws it");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report: every schedule on one time scale, the cluster");
+  cmd->add_option("--topology-level", o->topology_level, "the report's cluster picture: node, leaf or spine (default: the finest with at most 40 boxes)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
       ->disable_flag_override();
@@ -175,12 +165,20 @@ void add_compare_command(CLI::App& app) {
     check_csv_path(o->csv, o->json);
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
     if (!o->report.empty()) check_output_path(o->report, "--report");
+    const std::optional<PictureLevel> topology_level = parse_topology_level(o->topology_level, "--topology-level");
+    if (topology_level && o->report.empty())
+      throw UserError("command line", 0, "--topology-level", "expected --report as well: it sets the level of the report's cluster picture");
     std::vector<nlohmann::ordered_json> rows;
+    Progress bar("compare", progress_wanted());
+    const long total = static_cast<long>(o->schedules.size());
     for (const std::string& name : o->schedules) {
       spdlog::info("compare: schedule {} of {}: {}", rows.size() + 1, o->schedules.size(), name);
+      bar.update(static_cast<long>(rows.size()), total, name);
       rows.push_back(nlohmann::ordered_json::parse(
           run_in_child([&] { return simulate(*o, name, scenario_chunks, kernels ? &*kernels : nullptr).dump(); })));
     }
+    bar.update(total, total);
+    bar.finish();
     if (table_to_stdout(o->json, o->csv)) print_rows(o->scenario, rows);
     if (!o->csv.empty()) {
       nlohmann::ordered_json table = nlohmann::ordered_json::array();
@@ -191,7 +189,7 @@ void add_compare_command(CLI::App& app) {
       write_csv(o->csv, table);
     }
     if (!o->svg.empty()) write_file(o->svg, svg_of(rows), "--svg");
-    if (!o->report.empty()) write_file(o->report, report_of(scenario, rows), "--report");
+    if (!o->report.empty()) write_file(o->report, report_of(scenario, rows, topology_level), "--report");
     if (!o->json.empty()) {
       // The scenario as written (after --set); each row says the schedule and chunks it ran with.
       nlohmann::ordered_json j = json_document("compare", scenario_config_json(scenario));
@@ -203,7 +201,6 @@ void add_compare_command(CLI::App& app) {
       j["scenario"] = scenario.name;
       j["rows"] = nlohmann::ordered_json::array();
       for (auto r : rows) {
-        r.erase("passes");
         r.erase("report");
         j["rows"].push_back(r);
       }

@@ -47,21 +47,38 @@ nlohmann::ordered_json gpus_json(const GpuCatalog& catalog) {
   return out;
 }
 
+/// --csv: the lists as one table, a row per registered thing. Protocols and GPUs have no
+/// description in the JSON; theirs says what the text prints first.
+nlohmann::ordered_json csv_rows(const nlohmann::ordered_json& j) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const char* kind : {"commands", "algorithms", "fabrics", "solvers", "schedules"})
+    for (const auto& item : j[kind]) rows.push_back({{"kind", kind}, {"name", item["name"]}, {"description", item["description"]}});
+  for (const auto& p : j["protocols"])
+    rows.push_back({{"kind", "protocols"}, {"name", p["name"]},
+                    {"description", fmt::format("{:.2f} of bandwidth", p["bandwidth_fraction"].get<double>())}});
+  for (const auto& g : j["gpus"])
+    rows.push_back({{"kind", "gpus"}, {"name", g["name"]},
+                    {"description", fmt::format("{:.0f} GB HBM", g["hbm_bytes"].get<double>() / 1e9)}});
+  return rows;
+}
+
 }  // namespace
 
 void add_list_command(CLI::App& app) {
   auto catalog = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols, fabrics, pipeline schedules and GPUs");
   cmd->add_option("--catalog", *catalog, std::string("the GPU catalog to list (default ") + kDefaultCatalog + ", if present)");
-  auto json = std::make_shared<std::string>();
+  auto json = std::make_shared<std::string>(), csv = std::make_shared<std::string>();
   cmd->add_option("--json", *json, "also write the lists as JSON (- or /dev/stdout: to stdout, without the text)");
-  cmd->callback([catalog, json, &app] {
+  cmd->add_option("--csv", *csv, "also write one row per registered thing (kind, name, description) as CSV (- or /dev/stdout: to stdout, without the text)");
+  cmd->callback([catalog, json, csv, &app] {
     // Checked before printing anything, so a bad catalog leaves stdout empty.
     if (!catalog->empty()) check_input_path(*catalog, "--catalog");
     const std::string gpus = catalog->empty() ? shipped_file(kDefaultCatalog) : *catalog;
     std::optional<GpuCatalog> loaded;
     if (!catalog->empty() || std::filesystem::is_regular_file(gpus)) loaded = load_gpu_catalog(gpus);
     if (!json->empty()) check_json_path(*json);
+    check_csv_path(*csv, *json);
     std::ostringstream out;
     nlohmann::ordered_json j = json_document("list", {{"catalog", loaded ? nlohmann::ordered_json(loaded->file()) : nlohmann::ordered_json()}});
     j["commands"] = nlohmann::ordered_json::array();
@@ -124,7 +141,8 @@ void add_list_command(CLI::App& app) {
     }
     if (loaded) print_gpus(*loaded, out);
     if (!json->empty()) write_json(*json, j);
-    if (table_to_stdout(*json, "")) std::cout << out.str();
+    write_csv(*csv, csv_rows(j));
+    if (table_to_stdout(*json, *csv)) std::cout << out.str();
   });
 }
 

@@ -25,7 +25,7 @@ namespace {
 struct RunOptions {
   std::string scenario;
   std::vector<std::string> overrides;
-  std::string json, csv, trace, trace_ranks, kernels, report;
+  std::string json, csv, trace, trace_ranks, kernels, report, topology_level;
   bool allow_oom = false;
   std::string fold = "assume";
   std::string solver = "fluid";
@@ -187,8 +187,9 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   return j;
 }
 
-std::string run_report_html(const ScenarioSpec& s, const RunReport& r) {
+std::string run_report_html(const ScenarioSpec& s, const RunReport& r, std::optional<PictureLevel> level) {
   ReportPage page = report_page(s, "run");
+  add_topology_picture(page, s.cluster, level, s.gpus());
   page.facts.push_back({"iteration", fmt::format("{:.3f} s", r.iteration_s)});
   page.facts.push_back({"throughput", fmt::format("{:.0f} tokens/s, {:.1f} model TFLOP/s per GPU, MFU {:.1f}%", r.tokens_per_s,
                                                   r.model_tflops_per_gpu, 100 * r.mfu)});
@@ -206,7 +207,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "write the report as JSON (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--csv", o->csv, "write the per-stage breakdown as CSV, JSON's field names (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--trace", o->trace, "write a Chrome/Perfetto trace, written as it is produced (gzip when FILE ends .json.gz)");
-  cmd->add_option("--report", o->report, "write a self-contained HTML report: timeline, breakdown, memory, link tiers");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report: timeline, breakdown, memory, link tiers, the cluster");
+  cmd->add_option("--topology-level", o->topology_level, "draw the report's cluster picture with one box per node, unit (leaf) or pod (spine): node, leaf, spine (default: the finest with at most 40 boxes)");
   CLI::Option* trace_ranks = cmd->add_option("--trace-ranks", o->trace_ranks,
                                              "GPUs to keep in the trace, e.g. 0-7,64; a folded GPU takes its class's "
                                              "events (default: the first GPU of each simulated pipeline rank)");
@@ -281,6 +283,9 @@ void add_run_command(CLI::App& app) {
     check_csv_path(o->csv, o->json);
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
     if (!o->report.empty()) check_output_path(o->report, "--report");
+    const std::optional<PictureLevel> topology_level = parse_topology_level(o->topology_level, "--topology-level");
+    if (topology_level && o->report.empty())
+      throw UserError("command line", 0, "--topology-level", "expected --report as well: it sets the level of the report's cluster picture");
     std::optional<TraceWriter> trace;
     if (!o->trace.empty()) trace.emplace(o->trace, keep, "--trace");
     const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement,
@@ -307,7 +312,7 @@ void add_run_command(CLI::App& app) {
       write_json(o->json, j);
     }
     if (!o->csv.empty()) write_csv(o->csv, report_json(s, r, *o)["stages"]);
-    if (!o->report.empty()) write_file(o->report, run_report_html(s, r), "--report");
+    if (!o->report.empty()) write_file(o->report, run_report_html(s, r, topology_level), "--report");
     if (table_to_stdout(o->json, o->csv)) {
       print_report(s, r);
       if (draws)

@@ -15,7 +15,7 @@
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/cli/search_verify.hpp"
-#include "simulator/search_progress.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/search_screen.hpp"
 #include "simulator/slurm_array.hpp"
 #include "topologies/user_error.hpp"
@@ -192,7 +192,7 @@ void add_search_command(CLI::App& app) {
         throw UserError("command line", 0, "--slurm", "expected a folder that can be created and written; got " + o->slurm);
     }
 
-    Progress bar("screening", !o->quiet);
+    Progress bar("screening", !o->quiet && progress_wanted());
     const auto t0 = std::chrono::steady_clock::now();
     Screen screen(base);
     const ScreenResult result = screen.run(search_space(base, vary), [&](long done, long total) { bar.update(done, total); });
@@ -205,7 +205,7 @@ void add_search_command(CLI::App& app) {
 
     std::vector<ScreenPrediction> best(result.valid.begin(),
                                        result.valid.begin() + std::min<long>(top, static_cast<long>(result.valid.size())));
-    Progress verifying("verifying", !o->quiet);
+    Progress verifying("verifying", !o->quiet && progress_wanted());
     std::vector<Verified> rows = o->slurm.empty() ? verify(o->scenario, o->overrides, best, jobs, verifying)
                                                   : verify_on_slurm(*o, best, verifying);
     verifying.finish();

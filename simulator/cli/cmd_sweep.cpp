@@ -74,7 +74,7 @@ void add_sweep_command(CLI::App& app) {
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
     const ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
 
-    SweepRequest request{o->scenario, o->overrides, dims, vary, top, jobs, o->keep_clusters, !o->quiet};
+    SweepRequest request{o->scenario, o->overrides, dims, vary, top, jobs, o->keep_clusters, !o->quiet && progress_wanted()};
     const std::vector<SweepRow> rows = run_sweep(request, base, catalog);
 
     const std::string title = fmt::format("# clustersim sweep: {} ({} on {} GPUs; global batch {}); prices: {}", base.name,

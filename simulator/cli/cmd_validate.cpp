@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/training_run.hpp"
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
@@ -164,13 +165,21 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--rows", *files,
                   "rows files (default: scenarios/validation/published.yaml and scenarios/validation/*/published.yaml)")
       ->delimiter(',');
-  cmd->add_option("--set", *sets, "validation sets to run, by name (default: all)")->delimiter(',');
+  cmd->add_option("--sets", *sets, "validation sets to run, by name (default: all)")->delimiter(',');
+  // Renamed from --set, which on every other command means KEY=VALUE: an old command line gets a
+  // line saying so rather than a silent change of meaning.
+  auto renamed = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--set", *renamed, "(renamed --sets; --set KEY=VALUE does not apply to validate)");
   cmd->add_option("--only", *only, "row names to run (default: all)")->delimiter(',');
   auto json = std::make_shared<std::string>();
   cmd->add_option("--json", *json, "also write the rows and sets as JSON (- or /dev/stdout: to stdout, without the table)");
   auto csv = std::make_shared<std::string>();
   cmd->add_option("--csv", *csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
-  cmd->callback([files, only, sets, json, csv] {
+  cmd->callback([files, only, sets, json, csv, renamed] {
+    if (!renamed->empty())
+      throw UserError("command line", 0, "--set",
+                      "validate takes no KEY=VALUE overrides; the validation sets to run are chosen with --sets NAME,... "
+                      "(validate's --set was renamed --sets)");
     const std::vector<std::string> paths = files->empty() ? default_rows_files() : *files;
     std::vector<Row> rows;
     std::vector<std::string> known_sets;
@@ -183,7 +192,7 @@ void add_validate_command(CLI::App& app) {
       if (std::find(known_sets.begin(), known_sets.end(), s) == known_sets.end()) {
         std::string names;
         for (const std::string& k : known_sets) names += (names.empty() ? "" : ", ") + k;
-        throw UserError("command line", 0, "--set", "expected one of the sets " + names + "; got '" + s + "'");
+        throw UserError("command line", 0, "--sets", "expected one of the sets " + names + "; got '" + s + "'");
       }
     if (!sets->empty())
       std::erase_if(rows, [&](const Row& r) { return std::find(sets->begin(), sets->end(), r.set) == sets->end(); });
@@ -205,7 +214,9 @@ void add_validate_command(CLI::App& app) {
     double sum = 0, worst = 0;
     int counted = 0;
     std::vector<std::pair<std::string, SetErrors>> per_set;
+    Progress bar("validate", progress_wanted());
     for (const Row& r : rows) {
+      bar.update(&r - rows.data(), static_cast<long>(rows.size()), r.name);
       spdlog::info("validate: row {} of {}: {} ({})", &r - rows.data() + 1, rows.size(), r.name, r.scenario);
       const int gpus = load_scenario(r.scenario).gpus();  // a file error here is reported before simulating
       if (per_set.empty() || per_set.back().first != r.set) {
@@ -233,6 +244,8 @@ void add_validate_command(CLI::App& app) {
       worst = std::max(worst, std::abs(error));
       ++counted;
     }
+    bar.update(static_cast<long>(rows.size()), static_cast<long>(rows.size()));
+    bar.finish();
     if (!per_set.empty()) {
       table << set_summary(per_set.back().first, per_set.back().second);
       set_list.push_back(set_json(per_set.back().first, per_set.back().second));

@@ -5,11 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "simulator/engine.hpp"
 #include "simulator/report_html.hpp"
+#include "simulator/topology_svg.hpp"
 #include "topologies/units.hpp"
 #include "topologies/user_error.hpp"
 #include "workloads/iteration_plan.hpp"
@@ -32,6 +34,7 @@ void add_calibrate_command(CLI::App& app);
 void add_search_command(CLI::App& app);
 void add_goodput_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_schema_command(CLI::App& app);
 /// `bench --goodput`: the 54-day Monte-Carlo of a scenario's goodput, `trials` trials, timed `repeat` times.
 void bench_goodput(const std::string& scenario, long trials, long repeat);
 void add_serve_command(CLI::App& app);
@@ -54,6 +57,11 @@ std::string shipped_file(const std::string& relative);
 /// `--catalog FILE` as the scenario override that carries it ("catalog=<absolute path>"), after
 /// checking the file can be read (an error names --catalog).
 std::string catalog_override(const std::string& path);
+
+/// A cluster file named by `option` (--cluster) with the command's `--set cluster.PATH=VALUE`s
+/// applied (collective, topology: commands that read a cluster without a scenario; anything but a
+/// cluster field is an error naming --set).
+ClusterSpec load_cluster_with_sets(const std::string& path, const std::string& option, const std::vector<std::string>& sets);
 
 /// Writes text to a file or throws UserError naming the option.
 void write_file(const std::string& path, const std::string& text, const std::string& option);
@@ -105,6 +113,9 @@ bool table_to_stdout(const std::string& json, const std::string& csv);
 /// -vv adds debug lines.
 void set_output_level(int verbose, bool quiet);
 bool quiet();
+/// Whether a long command draws its progress bar (simulator/progress.hpp): not under -q, nor under
+/// -v (whose log lines say each step); the bar itself also needs stderr to be a terminal.
+bool progress_wanted();
 /// One pipeline stage of a run: "stage", "gpu", "memory_bytes" {weights, ..., total} and "time_s"
 /// {compute, ..., other_idle}, the text report's breakdown. run and compare both write it.
 nlohmann::ordered_json stage_json(const StageReport& stage);
@@ -130,6 +141,11 @@ auto named_by(const std::string& option, const std::string& path, Load load) {
 
 /// The report page's title and facts for a scenario (the runs are the caller's).
 ReportPage report_page(const ScenarioSpec& s, const std::string& command);
+/// --topology-level (run, compare) or --level (topology): node, leaf or spine; nullopt when not given.
+std::optional<PictureLevel> parse_topology_level(const std::string& text, const std::string& option);
+/// The cluster's picture on the report page, at `level` or else default_picture_level
+/// (topology_svg.hpp), with a note saying the level and how many of its GPUs the job uses.
+void add_topology_picture(ReportPage& page, const ClusterSpec& spec, std::optional<PictureLevel> level, int job_gpus);
 /// A report's run as JSON and back (report_rows.cpp): how compare's child processes hand theirs over.
 nlohmann::ordered_json report_run_json(const ReportRun& r);
 ReportRun report_run_from_json(const nlohmann::ordered_json& j);

@@ -22,4 +22,6 @@ void set_output_level(int verbose, bool quiet) {
 
 bool quiet() { return g_quiet; }
 
+bool progress_wanted() { return !g_quiet && !spdlog::should_log(spdlog::level::info); }
+
 }  // namespace clustersim::cli

@@ -48,6 +48,7 @@ int run(int argc, char** argv) {
   clustersim::cli::add_sweep_command(app);
   clustersim::cli::add_goodput_command(app);
   clustersim::cli::add_serve_command(app);
+  clustersim::cli::add_schema_command(app);
   // A command's report is held until it has finished, so an error (an output file that cannot be
   // written, a bad row) leaves stdout empty rather than half a report above the error line.
   std::ostringstream held;

@@ -26,6 +26,22 @@ ReportPage report_page(const ScenarioSpec& s, const std::string& command) {
   return page;
 }
 
+std::optional<PictureLevel> parse_topology_level(const std::string& text, const std::string& option) {
+  if (text.empty()) return std::nullopt;
+  const auto level = parse_picture_level(text);
+  if (!level) throw UserError("command line", 0, option, "expected node, leaf or spine, got '" + text + "'");
+  return level;
+}
+
+void add_topology_picture(ReportPage& page, const ClusterSpec& spec, std::optional<PictureLevel> level, int job_gpus) {
+  const Cluster cluster = build_cluster(spec);
+  const PictureLevel drawn = level ? *level : default_picture_level(cluster);
+  page.topology_svg = topology_svg(cluster, drawn);
+  page.topology_note = fmt::format("{} at the {} level{}; the job runs on its first {} of {} GPUs.", spec.name, to_string(drawn),
+                                   level ? "" : " (the finest with at most 40 boxes; --topology-level node|leaf|spine picks another)",
+                                   job_gpus, cluster.gpu_count());
+}
+
 nlohmann::ordered_json report_run_json(const ReportRun& r) {
   nlohmann::ordered_json j;
   j["name"] = r.name;

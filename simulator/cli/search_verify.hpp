@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "simulator/search_progress.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/search_screen.hpp"
 
 namespace clustersim::cli {

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "simulator/cli/commands.hpp"
-#include "simulator/search_progress.hpp"
+#include "simulator/progress.hpp"
 #include "topologies/cluster.hpp"
 
 namespace clustersim::cli {

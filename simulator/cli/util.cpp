@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "simulator/cli/commands.hpp"
+#include "topologies/cluster_overrides.hpp"
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
 
@@ -38,6 +39,15 @@ Bytes parse_size(const std::string& text, const std::string& option) {
   else if (!suffix.empty()) throw bad();
   if (value > std::numeric_limits<unsigned long long>::max() / scale) throw bad();  // would wrap around
   return static_cast<Bytes>(value * scale);
+}
+
+ClusterSpec load_cluster_with_sets(const std::string& path, const std::string& option, const std::vector<std::string>& sets) {
+  for (const std::string& set : sets)
+    if (!is_cluster_override(set))
+      throw UserError("command line", 0, "--set",
+                      "expected cluster.PATH=VALUE, a field of the cluster file (cluster.fabric.tiers.0.oversubscription=2): "
+                      "this command reads no scenario; got '" + set + "'");
+  return load_cluster_spec_with(path, sets, option);
 }
 
 std::string run_in_child(const std::function<std::string()>& work) {
