@@ -1,4 +1,5 @@
 #include "workloads/scenario.hpp"
+
 #include "workloads/scenario_node.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "topologies/cluster_overrides.hpp"
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
+#include "workloads/field_override.hpp"
 #include "workloads/key_aliases.hpp"
 #include "workloads/stage_split.hpp"
 
@@ -32,12 +34,6 @@ const std::initializer_list<const char*> kParallelFields = {
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 const std::initializer_list<const char*> kCollectivesFields = {"algorithm"};
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 // Bounds far above any real run that keep the schedule's tables and the simulation finite: a
 // global batch of 1M sequences (Llama 3 trained with 16M tokens, 2K sequences); every pipeline
 // (un)chunked step of every microbatch is an engine event, so their product is bounded too.
@@ -53,46 +49,6 @@ std::string product(double a, double b, double c = 1) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(0) << a * b * c;
   return out.str();
-}
-
-/// Sets one schema field in the parsed tree. yaml-cpp nodes are references, so writing through a
-/// copy of root's node changes what root reads; the key keeps its mark, so errors about an
-/// overridden value still point at the field's line in the scenario file.
-/// Returns the field's dotted path.
-std::string apply_override(const YamlField& root, const std::string& text) {
-  const std::size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw UserError("command line", 0, "--set", "expected FIELD=VALUE, got '" + text + "'");
-  const std::string path = canonical_scenario_path(text.substr(0, eq)), value_text = text.substr(eq + 1);
-  const auto fields = scenario_fields();
-  if (std::find(fields.begin(), fields.end(), path) == fields.end())
-    throw UserError("command line", 0, "--set", "unknown scenario field '" + path + "' (expected one of: " +
-                                                    join(fields) + "; or cluster.FIELD for a field of the cluster file)");
-  YAML::Node value;
-  try {
-    value = YAML::Load(value_text);
-  } catch (const YAML::Exception&) {
-    // left undefined: reported just below
-  }
-  if (!value.IsScalar())
-    throw UserError("command line", 0, "--set", "expected one value for '" + path + "', got '" + value_text + "'");
-
-  // Walk (and where missing, create) the mappings the dotted path names; reset() rebinds a yaml-cpp
-  // node, where assignment would overwrite the node it refers to.
-  YAML::Node tree = root.node();
-  std::size_t from = 0;
-  for (std::size_t dot = path.find('.'); dot != std::string::npos; from = dot + 1, dot = path.find('.', from)) {
-    YAML::Node next = tree[path.substr(from, dot - from)];
-    if (next.IsDefined() && !next.IsMap()) {
-      YamlField at = root;
-      for (std::size_t a = 0, b = path.find('.'); b != std::string::npos && a <= from; a = b + 1, b = path.find('.', a))
-        at = at.child(path.substr(a, b - a));
-      at.fail("expected a mapping");
-    }
-    tree.reset(next);
-  }
-  tree[path.substr(from)] = value;
-  return path;
 }
 
 /// A path written in the scenario, relative to the scenario's folder unless absolute. A file that
@@ -456,7 +412,7 @@ ScenarioSpec load_scenario_node(const YamlField& root, const std::string& path, 
       cluster_overrides.push_back(o);
       continue;
     }
-    const std::string path = apply_override(root, o);
+    const std::string path = apply_field_override(root, o, scenario_fields(), "scenario", canonical_scenario_path);
     layout_set |= path == "parallel.tp" || path == "parallel.pp" || path == "parallel.cp" || path == "gpus";
     dp_set |= path == "parallel.dp";
   }

@@ -6,6 +6,7 @@
 
 #include "topologies/user_error.hpp"
 #include "topologies/yaml_reader.hpp"
+#include "workloads/field_override.hpp"
 #include "workloads/scenario.hpp"
 
 namespace clustersim {
@@ -33,45 +34,8 @@ constexpr long kMaxTokens = 1L << 24;     // one request's prompt or output
 constexpr double kMaxRequests = 1e8;      // rate x duration
 constexpr double kMaxDuration_s = 1e7;    // about four months of traffic
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 void add_fields(std::vector<std::string>& out, const std::string& prefix, std::initializer_list<const char*> fields) {
   for (const char* f : fields) out.push_back(prefix + f);
-}
-
-/// Sets one schema field (leaf) in the parsed tree, creating the mappings on the way; the value is
-/// one YAML scalar. An unknown field is the command line's error.
-void apply_override(const YamlField& root, const std::string& text) {
-  const std::size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw UserError("command line", 0, "--set", "expected FIELD=VALUE, got '" + text + "'");
-  const std::string path = text.substr(0, eq), value_text = text.substr(eq + 1);
-  const auto fields = serving_fields();
-  if (std::find(fields.begin(), fields.end(), path) == fields.end())
-    throw UserError("command line", 0, "--set", "unknown serving field '" + path + "' (expected one of: " + join(fields) +
-                                                    "; or cluster.FIELD for a field of the cluster file)");
-  YAML::Node value;
-  try {
-    value = YAML::Load(value_text);
-  } catch (const YAML::Exception&) {
-    // left undefined: reported just below
-  }
-  if (!value.IsScalar())
-    throw UserError("command line", 0, "--set", "expected one value for '" + path + "', got '" + value_text + "'");
-  YAML::Node node = root.node();
-  std::size_t from = 0;
-  for (std::size_t dot = path.find('.'); dot != std::string::npos; from = dot + 1, dot = path.find('.', from)) {
-    const std::string key = path.substr(from, dot - from);
-    if (node[key].IsDefined() && !node[key].IsMap())
-      throw UserError(root.file(), 0, path.substr(0, dot), "expected a mapping to set '" + path + "' in");
-    if (!node[key].IsDefined()) node[key] = YAML::Node(YAML::NodeType::Map);
-    node.reset(node[key]);
-  }
-  node[path.substr(from)] = value;
 }
 
 TokenCount read_tokens(const YamlField& f) {
@@ -227,7 +191,7 @@ ServingSpec load_serving(const std::string& path, const std::vector<std::string>
   std::vector<std::string> cluster_overrides;
   for (const auto& o : overrides) {
     if (o.rfind("cluster.", 0) == 0 && o.find('=') != std::string::npos) cluster_overrides.push_back(o);
-    else apply_override(root, o);
+    else apply_field_override(root, o, serving_fields(), "serving");
   }
   root.expect_keys(kFields);
   if (auto d = root.find("description")) d->as_string();
