@@ -17,6 +17,13 @@
 
 namespace clustersim {
 
+Seconds screen_transfer_s(const Cluster& cluster, int a, int b, Bytes bytes, int channels) {
+  if (bytes == 0 || a == b) return 0;
+  const NcclTopology topo = nccl_topology(cluster, {a, b}, channels);
+  const double GBps = topo.nodes > 1 ? topo.inter_GBps : topo.intra_GBps;
+  return GBps > 0 ? static_cast<double>(bytes) / (GBps * 1e9) : 0;
+}
+
 const std::vector<std::string>& search_dimensions() {
   static const std::vector<std::string> dims{"tp", "pp", "dp", "cp", "ep", "vpp", "microbatch", "recompute", "zero", "schedule"};
   return dims;
@@ -123,12 +130,8 @@ struct Screen::State {
     return t;
   }
 
-  /// A point-to-point transfer of `bytes` from GPU a to GPU b: bytes over the bandwidth NCCL's
-  /// model sees between them.
-  Seconds transfer_s(int a, int b, Bytes bytes) {
-    if (bytes == 0 || a == b) return 0;
-    return collective_s(Op::send_recv, {a, b}, bytes, false);
-  }
+  /// A point-to-point transfer of `bytes` from GPU a to GPU b (screen_transfer_s).
+  Seconds transfer_s(int a, int b, Bytes bytes) { return screen_transfer_s(cluster, a, b, bytes, channels); }
 
   /// The scenario with a configuration's layout (nothing else of it checked or resolved).
   ScenarioSpec with(const Configuration& c, int pp_override = 0) const {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "topologies/cluster.hpp"
 #include "workloads/scenario.hpp"
 
 namespace clustersim {
@@ -32,6 +33,11 @@ struct SearchSpace {
 /// divisor of the GPUs up to the layers, virtual stages 1 to 8, microbatches powers of two up to
 /// 16, every recompute mode, ZeRO stages 0 to 3, every registered schedule.
 SearchSpace search_space(const ScenarioSpec& base, const std::vector<std::string>& vary);
+
+/// A pipeline transfer of `bytes` from GPU a to GPU b as the screen prices it: over the bandwidth
+/// NCCL's model gives the pair with `channels` channels (its network bandwidth across nodes, NVLink
+/// inside one). NCCL's tuner does not model send/recv, so its predicted time cannot serve here.
+Seconds screen_transfer_s(const Cluster& cluster, int a, int b, Bytes bytes, int channels);
 
 struct Configuration {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, virtual_stages = 1, microbatch = 1, zero_stage = 0;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "simulator/search_screen.hpp"
 #include "support.hpp"
 
 namespace {
@@ -86,4 +87,15 @@ TEST_CASE("search --json - is one document: the header, rows ranked by the engin
       CHECK_FALSE((rt >= t && rm <= m && (rt > t || rm < m)));
     }
   }
+}
+
+TEST_CASE("search's screen prices a pipeline transfer over the pair's bandwidth, not at 0") {
+  // NCCL's tuner leaves send/recv out, so its predicted time was 0 here and the screen charged
+  // nothing for pipeline transfers. Across two DGX H100 nodes the pair's bandwidth is one NDR NIC,
+  // 400 Gb/s at the cluster's efficiency 0.94; inside one node, NVLink's 450 GB/s at 0.822.
+  const clustersim::Cluster& h100 = clustersim::test::shipped_cluster("scenarios/clusters/dgx-h100-superpod.yaml");
+  const double bytes = 1e9;
+  CHECK(clustersim::screen_transfer_s(h100, 0, 8, bytes, 16) == Approx(bytes / (50e9 * 0.94)).epsilon(1e-9));
+  CHECK(clustersim::screen_transfer_s(h100, 0, 1, bytes, 16) == Approx(bytes / (450e9 * 0.822)).epsilon(1e-9));
+  CHECK(clustersim::screen_transfer_s(h100, 3, 3, bytes, 16) == 0);
 }
