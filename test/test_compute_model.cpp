@@ -541,6 +541,21 @@ TEST_CASE("The calibrated GB200 reproduces cuDNN attention to 16k and its RMSNor
   check_within_5_percent(1e10 / op_time(gb200, "bf16", op) / 1e9, 6424.6);
 }
 
+TEST_CASE("The calibrated B200 reproduces cuDNN attention at 2k and 8k, within the catalog's stated gaps elsewhere") {
+  // cudnn-frontend bb37575 artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv, pyt_cudnn: cuDNN
+  // 9.10.2, causal, batch 1, 128 query heads. 2k and 8k are the fit; the measured rate rises faster
+  // than the curve to 8k and flattens after it, so 4k reads 10% under and 16k 17% over (gpus.yaml).
+  struct Point {
+    int seq_len;
+    double fwd, bwd, tolerance;
+  };
+  for (const Point& p : std::vector<Point>{{2048, 478.921, 371.486, 0.01}, {8192, 1171.278, 942.509, 0.01},
+                                           {4096, 855.678, 701.265, 0.11}, {16384, 1332.415, 1074.776, 0.18}}) {
+    INFO("sequence length " << p.seq_len);
+    check_within(flash_fwd_bwd_tflops(benchmarked_gpu("B200"), p.seq_len, 128, 1), fwd_bwd_of(p.fwd, p.bwd), p.tolerance);
+  }
+}
+
 TEST_CASE("The calibrated MI355X reproduces PyTorch GEMMs, MAMF and AITER attention within 5%") {
   const GpuModel& mi355x = benchmarked_gpu("MI355X");
   // HipKittens f09e968 mi355x_bf16_gemm.json, PyTorch: 4096^3 and 8192^3 the fit, 16384^3 the check;
@@ -570,18 +585,15 @@ TEST_CASE("Element-wise ops on B200 and MI300X stream at their published bandwid
 }
 
 TEST_CASE("GPUs without two published kernel points keep those curves uncalibrated") {
-  // GB200: one GEMM point (a best-shape search); B200: one attention point; MI300X: no attention
-  // sweep. Their estimates say so rather than guess.
+  // GB200: one GEMM point (a best-shape search); MI300X: no attention sweep. Their estimates say so
+  // rather than guess.
   const ComputeOp gemm = gemm_of(8192, 8192, 8192);
   CHECK_FALSE(benchmarked_gpu("GB200").gemm_efficiency);
   CHECK(estimate_op_time(benchmarked_gpu("GB200"), "bf16", gemm).source == TimeSource::uncalibrated);
   ComputeOp attention = op_of(ComputeKind::attention, 1e12, 0);
   attention.shape = {64, 8192, 128};
-  for (const char* name : {"B200", "MI300X"}) {
-    INFO(name);
-    CHECK_FALSE(benchmarked_gpu(name).attention_efficiency);
-    CHECK(estimate_op_time(benchmarked_gpu(name), "bf16", attention).source == TimeSource::uncalibrated);
-  }
+  CHECK_FALSE(benchmarked_gpu("MI300X").attention_efficiency);
+  CHECK(estimate_op_time(benchmarked_gpu("MI300X"), "bf16", attention).source == TimeSource::uncalibrated);
 }
 
 TEST_CASE("The calibrated B200 and MI300X reproduce OpenXLA's measured bf16 GEMMs") {
