@@ -41,8 +41,10 @@ sanitize-quick: deps
 	cmake --build build-asan -j $(JOBS) --target sanitize_quick_tests
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -L sanitize-quick
 
-# The whole suite under clang's ASan + UBSan, in the build `make fuzz` uses (build-fuzz).
-FUZZ_CONFIGURE = cmake -S . -B build-fuzz $(SAN_FLAGS) -DCMAKE_CXX_COMPILER=clang++ -DCLUSTERSIM_FUZZ=ON
+# The whole suite under clang's ASan + UBSan, in the build `make fuzz` uses (build-fuzz): -O2 as the
+# fuzzer always ran, with assertions on so that fuzzed inputs also meet the invariants.
+FUZZ_CONFIGURE = cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O2 -g1" \
+                 -DCMAKE_CXX_COMPILER=clang++ -DCLUSTERSIM_FUZZ=ON
 sanitize-clang: deps
 	$(FUZZ_CONFIGURE)
 	cmake --build build-fuzz -j $(JOBS)
