@@ -30,9 +30,9 @@ TEST_CASE("--set JOB.placement places a job as the file would") {
   CHECK(load_jobs_scenario(path).jobs[1].nodes == std::vector<int>{2, 3});
   CHECK(load_jobs_scenario(path, {"a.placement=scattered", "b.placement=scattered"}).jobs[1].nodes ==
         load_jobs_scenario(jobs_file("scattered", "scattered")).jobs[1].nodes);
-  const JobsScenario listed = load_jobs_scenario(path, {"a.placement=nodes:3,1", "b.placement=nodes:0-1"});
-  CHECK(listed.jobs[0].nodes == std::vector<int>{3, 1});
-  CHECK(listed.jobs[1].nodes == std::vector<int>{0, 1});  // explicit lists are placed first, then b's overlap is checked
+  const JobsScenario listed = load_jobs_scenario(path, {"a.placement=nodes:3,1", "b.placement=nodes:0,2"});
+  CHECK(listed.jobs[0].nodes == std::vector<int>{3, 1});  // in rank order, as written
+  CHECK(listed.jobs[1].nodes == std::vector<int>{0, 2});
 }
 
 TEST_CASE("bad --set JOB.placement is one line, exit 2") {
