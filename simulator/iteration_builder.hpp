@@ -66,8 +66,11 @@ class IterationBuilder {
   /// so its slowest GPU's.
   double unit_speed(int replica, int rank) const {
     if (plan_.gpu_speed.empty()) return 1;
-    double slowest = 1;
-    for (int g : units_[unit(replica, rank)]) slowest = std::min(slowest, plan_.gpu_speed.at(static_cast<std::size_t>(g)));
+    // From the unit's own GPUs, not from 1: a unit of faster GPUs (a drawn speed above 1, a
+    // faster model on a heterogeneous cluster) computes faster.
+    const std::vector<int>& gpus = units_[unit(replica, rank)];
+    double slowest = plan_.gpu_speed.at(static_cast<std::size_t>(gpus.front()));
+    for (int g : gpus) slowest = std::min(slowest, plan_.gpu_speed.at(static_cast<std::size_t>(g)));
     return slowest;
   }
   /// Each unit's speed of a replica, by rank; empty when every GPU computes as calibrated.

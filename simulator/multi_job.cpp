@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "simulator/heterogeneous.hpp"
 #include "simulator/iteration_builder.hpp"
 #include "simulator/memory_check.hpp"
 #include "workloads/plan_iteration.hpp"
@@ -14,11 +15,12 @@ std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool all
   plans.reserve(js.jobs.size());  // builders hold references into it
   for (const JobSpec& j : js.jobs) {
     IterationPlan& plan = plans.emplace_back(plan_iteration(j.scenario));
-    checked_stage_memory(j.scenario, plan, allow_oom);
-    plan.fold = FoldMode::none;
-    // Speeds are by cluster GPU id, as the job's variability names them.
-    plan.gpu_speed = gpu_speeds(j.scenario.variability, cluster.gpu_count(), cluster.gpus_per_node());
     place_plan(plan, j.nodes, cluster.gpus_per_node());
+    checked_stage_memory(j.scenario, plan, allow_oom);  // against its nodes' GPU models
+    plan.fold = FoldMode::none;
+    // Speeds are by cluster GPU id, as the job's variability names them, times its nodes' models'.
+    plan.gpu_speed = gpu_speeds(j.scenario.variability, cluster.gpu_count(), cluster.gpus_per_node());
+    apply_gpu_models(j.scenario, plan, nullptr, cluster.gpu_count(), plan.gpu_speed);
   }
   Router router(cluster);
   router.remember_routes();

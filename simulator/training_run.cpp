@@ -1,10 +1,13 @@
 #include "simulator/training_run.hpp"
 #include "simulator/memory_check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "simulator/heterogeneous.hpp"
 #include "topologies/user_error.hpp"
+#include "workloads/job_placement.hpp"
 #include "workloads/model_math.hpp"
 #include "workloads/plan_iteration.hpp"
 
@@ -82,52 +85,85 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
 
 FoldMode fold_under(const VariabilitySpec& v, FoldMode asked) {
   // Variability makes replicas unlike: replica 0 cannot stand for the rest unproven.
-  const bool varies = v.varies_speed() || !v.links.empty();
-  return varies && asked == FoldMode::assume ? FoldMode::exact : asked;
+  return v.varies() && asked == FoldMode::assume ? FoldMode::exact : asked;
+}
+
+FoldMode fold_under(const ScenarioSpec& s, FoldMode asked) {
+  // So do GPUs of several models.
+  return s.heterogeneous() && asked == FoldMode::assume ? FoldMode::exact : fold_under(s.variability, asked);
 }
 
 std::vector<StageMemory> checked_stage_memory(const ScenarioSpec& s, const IterationPlan& plan, bool allow_oom) {
   const std::vector<StageMemory> memory = plan_memory(s, plan);
-  for (std::size_t r = 0; r < memory.size(); ++r)
-    if (!allow_oom && memory[r].total > s.gpu.hbm_bytes) {
+  // Each rank against the least HBM among its GPUs' models (a heterogeneous cluster's ranks may
+  // sit on different ones; plan.unit_gpus is placed by then).
+  const std::vector<std::vector<std::string>> models =
+      plan.unit_gpus.empty() ? std::vector<std::vector<std::string>>{} : rank_gpu_models(s, plan);
+  for (std::size_t r = 0; r < memory.size(); ++r) {
+    const GpuModel* gpu = nullptr;
+    if (r < models.size())
+      for (const std::string& m : models[r]) {
+        const GpuModel& g = m == s.cluster.gpu ? s.gpu : s.group_gpus.at(m);
+        if (!gpu || g.hbm_bytes < gpu->hbm_bytes) gpu = &g;
+      }
+    if (!gpu) gpu = &s.gpu;
+    if (!allow_oom && memory[r].total > gpu->hbm_bytes) {
       const StageMemory& m = memory[r];
       char line[512];
       std::snprintf(line, sizeof line,
                     "pipeline stage %zu needs %.2f GiB per GPU, %.2f GiB more than the %s's %.2f GiB (weights %.2f, "
                     "gradients %.2f, optimizer %.2f, activations %.2f, recompute workspace %.2f GiB); expected a "
                     "layout that fits: more tp or pp, a smaller microbatch, recompute, or --allow-oom to run it anyway",
-                    r, gib(m.total), gib(m.total - s.gpu.hbm_bytes), s.gpu.name.c_str(), gib(s.gpu.hbm_bytes),
+                    r, gib(m.total), gib(m.total - gpu->hbm_bytes), gpu->name.c_str(), gib(gpu->hbm_bytes),
                     gib(m.weights), gib(m.gradients), gib(m.optimizer), gib(m.activations), gib(m.recompute_workspace));
       throw OutOfMemoryError(s.file, s.parallel_line, "parallel", line);
     }
+  }
   return memory;
 }
 
 RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
                        TpPlacement tp_placement, bool link_tiers, TraceSink* trace) {
   IterationPlan plan = plan_iteration(s, kernels);
-  plan.fold = fold_under(s.variability, fold);
+  plan.fold = fold_under(s, fold);
   plan.tp_placement = tp_placement;
+  if (!s.nodes.empty()) place_plan(plan, s.nodes, s.cluster.node.gpus);
   const std::vector<StageMemory> memory = checked_stage_memory(s, plan, allow_oom);
 
   Cluster cluster = build_cluster(s.cluster);
   apply_link_changes(cluster, s.variability.links);
   plan.gpu_speed = gpu_speeds(s.variability, cluster.gpu_count(), cluster.gpus_per_node());
-  Router router(cluster);
-  router.remember_routes();
-  FabricEngine engine(cluster, solver);
-  engine.record_link_bytes(link_tiers);
+  apply_gpu_models(s, plan, kernels, cluster.gpu_count(), plan.gpu_speed);
   RunReport report;
   report.scenario = s.name;
-  report.iteration = simulate_iteration(engine, router, plan, trace);
+  const bool flapping = !s.variability.flapping.empty();
+  std::vector<double> link_bytes;
+  auto simulate_on = [&](const Cluster& c, TraceSink* t) {
+    Router router(c);
+    router.remember_routes();
+    FabricEngine engine(c, solver);
+    engine.record_link_bytes(link_tiers || flapping);
+    IterationResult r = simulate_iteration(engine, router, plan, t);
+    link_bytes = engine.last_link_bytes();
+    if (link_tiers) report.link_tiers = link_tier_loads(c, link_bytes, r.iteration_s);
+    return r;
+  };
+  report.iteration = simulate_on(cluster, flapping ? nullptr : trace);
   report.iteration_s = report.iteration.iteration_s;
+  if (flapping) {
+    // This draw's flapping links, from the iteration with all of them up (flapping.hpp).
+    report.flaps = draw_flaps(cluster, s.variability.flapping, s.variability.seed, report.iteration_s, link_bytes);
+    if (report.flaps.rerouted() || trace) report.iteration = simulate_on(cluster, trace);
+    report.iteration_s = report.iteration.iteration_s + report.flaps.stall_s;
+  }
   report.hbm_bytes = s.gpu.hbm_bytes;
-  for (int g = 0; g < s.gpus() && !plan.gpu_speed.empty(); ++g)
-    if (plan.gpu_speed[static_cast<std::size_t>(g)] < report.slowest_speed) {
-      report.slowest_speed = plan.gpu_speed[static_cast<std::size_t>(g)];
-      report.slowest_gpu = g;
+  for (int g = 0; g < s.gpus() && !plan.gpu_speed.empty(); ++g) {
+    const int id = s.node_of(g) * s.cluster.node.gpus + g % s.cluster.node.gpus;
+    if (plan.gpu_speed[static_cast<std::size_t>(id)] < report.slowest_speed) {
+      report.slowest_speed = plan.gpu_speed[static_cast<std::size_t>(id)];
+      report.slowest_gpu = id;
     }
-  if (link_tiers) report.link_tiers = link_tier_loads(cluster, engine.last_link_bytes(), report.iteration_s);
+  }
   const int shown = report.iteration.reported_replica, p = plan.shape.stages;
   for (int r = 0; r < p; ++r)
     report.rank_gpus.push_back(plan.unit_gpus.empty() ? plan.rank_gpu[static_cast<std::size_t>(r)]
@@ -138,8 +174,19 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
       training_flops_per_iteration(s.model, s.global_batch, s.recompute == Recompute::full);
   report.model_tflops_per_gpu = executed / report.iteration_s / s.gpus() / 1e12;
   report.mfu = model_flops_per_token(s.model) * report.tokens_per_s / s.gpus() / *s.gpu.peak_flops(s.precision);
-  for (std::size_t r = 0; r < memory.size(); ++r)
-    report.stages.push_back({static_cast<int>(r), plan.rank_gpu[r], memory[r], report.iteration.ranks[r]});
+  if (s.heterogeneous()) {  // over the job's GPUs' own peaks, each node's model's
+    double peak_flops = 0;
+    for (int n = 0; n * s.cluster.node.gpus < s.gpus(); ++n)
+      peak_flops += *s.gpu_of_node(s.node_of(n * s.cluster.node.gpus)).peak_flops(s.precision) *
+                    std::min(s.cluster.node.gpus, s.gpus() - n * s.cluster.node.gpus);
+    report.mfu = model_flops_per_token(s.model) * report.tokens_per_s / peak_flops;
+  }
+  const std::vector<std::vector<std::string>> models = rank_gpu_models(s, plan);
+  for (std::size_t r = 0; r < memory.size(); ++r) {
+    std::string model;
+    for (const std::string& m : models.at(r)) model += (model.empty() ? "" : "+") + m;
+    report.stages.push_back({static_cast<int>(r), plan.rank_gpu[r], memory[r], report.iteration.ranks[r], model});
+  }
   return report;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "simulator/flapping.hpp"
 #include "simulator/iteration.hpp"
 #include "simulator/link_tiers.hpp"
 #include "topologies/user_error.hpp"
@@ -19,6 +20,7 @@ struct StageReport {
   int gpu = 0;
   StageMemory memory;
   RankBreakdown time;
+  std::string gpu_model;  // its GPUs' model ("H100"; "H100+H200" where replicas differ)
 };
 
 struct RunReport {
@@ -42,6 +44,9 @@ struct RunReport {
   /// The job's slowest GPU under variability and its speed (-1 and 1 when every GPU is as calibrated).
   int slowest_gpu = -1;
   double slowest_speed = 1;
+  /// Flapping links in this draw (variability.flapping_links); empty without them. iteration_s
+  /// includes flaps.stall_s, which the breakdowns (iteration) do not.
+  FlapDraw flaps;
 };
 
 /// A stage that does not fit in GPU memory: the user's error, told apart from the others so that
@@ -55,6 +60,9 @@ class OutOfMemoryError : public UserError {
 /// (replicas are unlike, so replica 0 cannot stand for the rest). run_training applies it; the
 /// CLI asks it too, to print and record the fold it ran.
 FoldMode fold_under(const VariabilitySpec& variability, FoldMode asked);
+/// The same for a scenario: a job on GPUs of several models (a heterogeneous cluster) is unlike
+/// across replicas too.
+FoldMode fold_under(const ScenarioSpec& scenario, FoldMode asked);
 
 /// Simulates one iteration. A scenario's variability (workloads/variability.hpp) degrades and fails
 /// its links before anything is routed and sets each GPU's speed; under it `FoldMode::assume`

@@ -51,3 +51,20 @@ TEST_CASE("Llama 3 405B on 16,384 H100s: expected interruptions over 54 days lan
     CHECK(test::relative_error(of_kind, published[component_name(kind)]) < 0.01);
   }
 }
+
+TEST_CASE("the shipped failure rates against an independent study: job MTTF within a factor of two of Kokolis et al.'s projections") {
+  // The rates come from the Llama 3 paper's counts; this study's clusters, GPUs and counting are
+  // other (scenarios/validation/reliability/kokolis-job-mttf.yaml).
+  const YAML::Node study = YAML::LoadFile(test::source_path("scenarios/validation/reliability/kokolis-job-mttf.yaml"))["study"];
+  const ScenarioSpec s = load_scenario(test::source_path("scenarios/llama3-405b-h100-16k-goodput.yaml"));
+  const double factor = study["factor"].as<double>();
+  REQUIRE(study["projections"].size() == 2);
+  for (const YAML::Node& p : study["projections"]) {
+    const int gpus = p["gpus"].as<int>();
+    const double published_h = p["mttf_hours"].as<double>();
+    const double ours_h = 1 / failure_rate_per_s(s.reliability, job_components(s.cluster, gpus)) / 3600;
+    INFO(gpus << " GPUs: job MTTF " << ours_h << " h from the shipped rates, " << published_h << " h projected by the study");
+    CHECK(ours_h <= factor * published_h);
+    CHECK(ours_h >= published_h / factor);
+  }
+}

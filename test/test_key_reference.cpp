@@ -43,7 +43,7 @@ std::string reference_key(const std::string& path, const std::string& key) {
 }
 
 /// Every (kind, key) the loaders allow in the shipped files, and a few inputs for branches no shipped
-/// file takes (the other speed distributions, recompute by module, a collectives: section).
+/// file takes (the other speed distributions, flapping links, recompute by module, a collectives: section).
 std::set<std::pair<std::string, std::string>> keys_the_loaders_allow() {
   std::set<std::pair<std::string, std::string>> seen;
   std::map<std::string, std::string> kinds;  // file -> kind
@@ -73,6 +73,7 @@ std::set<std::pair<std::string, std::string>> keys_the_loaders_allow() {
     kinds["variability.yaml"] = "scenario";
     parse_variability(YamlField::load_string(std::string("gpu_speed: ") + draw, "variability.yaml"), a100);
   }
+  parse_variability(YamlField::load_string("flapping_links: [{link: leaf0-spine0, down_s: 1, period_s: 60, note: x}]", "variability.yaml"), a100);
   prefix.clear();
   const std::string by_module =
       test::replaced_all(test::replaced_all(test::replaced_all(test::read_file(test::source_path("scenarios/validation/korthikanti-22b-seqsel.yaml")),

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "topologies/fabric.hpp"
+#include "topologies/node_groups.hpp"
 
 namespace clustersim {
 
@@ -164,7 +165,7 @@ StorageSpec read_storage(const YamlField& f) {
 }  // namespace
 
 ClusterSpec parse_cluster_spec(const YamlField& root) {
-  root.expect_keys({"name", "description", "gpu", "link_types", "node", "fabric", "storage"});
+  root.expect_keys({"name", "description", "gpu", "node_groups", "link_types", "node", "fabric", "storage"});
   ClusterSpec spec;
   spec.file = root.file();
   spec.name = root.child("name").as_string();
@@ -184,6 +185,8 @@ ClusterSpec parse_cluster_spec(const YamlField& root) {
   spec.node = read_node(root.child("node"), spec);
   spec.fabric = read_fabric(root.child("fabric"), spec);
   if (auto st = root.find("storage")) spec.storage = read_storage(*st);
+  // Checked with the rest of the file; the scenario, which knows the GPU catalog, keeps them.
+  if (auto g = root.find("node_groups")) read_node_groups(*g, spec.gpu, spec.fabric.nodes);
   return spec;
 }
 

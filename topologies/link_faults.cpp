@@ -1,4 +1,5 @@
 #include "topologies/link_faults.hpp"
+#include "topologies/link_reroute.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -76,6 +77,26 @@ std::string disconnected(const Cluster& cluster) {
 
 std::vector<LinkId> links_named(const Cluster& cluster, const LinkChange& change) {
   return links_named(cluster, change, vertex_names(cluster));
+}
+
+bool fail_if_reroutable(Cluster& cluster, const LinkChange& change) {
+  const std::vector<LinkId> links = links_named(cluster, change);
+  std::vector<std::pair<int, std::vector<SwitchPort>>> saved;  // to put back if the fabric parts
+  for (LinkId l : links) {
+    const Link& link = cluster.links[static_cast<std::size_t>(l)];
+    const int a = cluster.switch_of_vertex[static_cast<std::size_t>(link.a)];
+    const int b = cluster.switch_of_vertex[static_cast<std::size_t>(link.b)];
+    if (a < 0 || b < 0) break;  // a node's own link: nothing to route over instead
+    for (int s : {a, b}) {
+      auto& ports = cluster.switches[static_cast<std::size_t>(s)].ports;
+      saved.emplace_back(s, ports);
+      ports.erase(std::remove_if(ports.begin(), ports.end(), [l](const SwitchPort& p) { return p.link == l; }), ports.end());
+    }
+  }
+  const bool node_link = saved.size() != 2 * links.size();
+  if (!node_link && disconnected(cluster).empty()) return true;
+  for (auto it = saved.rbegin(); it != saved.rend(); ++it) cluster.switches[static_cast<std::size_t>(it->first)].ports = it->second;
+  return false;
 }
 
 void apply_link_changes(Cluster& cluster, const std::vector<LinkChange>& changes) {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "topologies/user_error.hpp"
 #include "workloads/scenario_node.hpp"
@@ -74,6 +75,38 @@ ScenarioSpec load_job(const YamlField& job, const std::string& file, const std::
   }
 }
 
+/// `--set JOB.placement=VALUE`: a policy name, or nodes:LIST (as `{nodes: [...]}` lists them,
+/// comma-separated: nodes:0-7,16). Errors are the command line's.
+JobPlacement placement_override(const std::string& value) {
+  JobPlacement p;
+  p.file = "command line";
+  p.line = 0;
+  p.field = "--set";
+  const std::string expected =
+      "expected JOB.placement=contiguous, scattered, rail-aligned or nodes:LIST (such as nodes:0-7,16), got '" + value + "'";
+  if (value == "contiguous" || value == "scattered" || value == "rail-aligned") {
+    p.policy = value == "contiguous" ? PlacementPolicy::contiguous
+               : value == "scattered" ? PlacementPolicy::scattered
+                                      : PlacementPolicy::rail_aligned;
+    return p;
+  }
+  if (value.rfind("nodes:", 0) != 0 || value.size() == 6 || value.back() == ',') throw UserError("command line", 0, "--set", expected);
+  p.policy = PlacementPolicy::nodes;
+  std::stringstream in(value.substr(6));
+  for (std::string part; std::getline(in, part, ',');) {
+    const std::size_t dash = part.find('-');
+    const auto number = [&](const std::string& t) {
+      if (t.empty() || t.size() > 7 || t.find_first_not_of("0123456789") != std::string::npos)
+        throw UserError("command line", 0, "--set", expected);
+      return std::stoi(t);
+    };
+    const int lo = number(part.substr(0, dash)), hi = dash == std::string::npos ? lo : number(part.substr(dash + 1));
+    if (hi < lo) throw UserError("command line", 0, "--set", "expected a range from low to high, got '" + part + "' in '" + value + "'");
+    for (int v = lo; v <= hi; ++v) p.nodes.push_back(v);
+  }
+  return p;
+}
+
 }  // namespace
 
 bool is_jobs_scenario(const std::string& path) {
@@ -131,9 +164,17 @@ JobsScenario load_jobs_scenario(const std::string& path, const std::vector<std::
     }
     for (const std::string& o : overrides) {
       if (o.rfind("cluster.", 0) == 0) job_overrides.push_back(o);
+      else if (o.rfind(spec.name + ".placement=", 0) == 0) spec.placement = placement_override(o.substr(spec.name.size() + 11));
       else if (o.rfind(spec.name + ".", 0) == 0) job_overrides.push_back(o.substr(spec.name.size() + 1));
     }
     spec.scenario = load_job(job, path, job_overrides, set);
+    // Each job is placed by its placement, and draws its state once for the iteration: a
+    // scenario's own stage_gpus placement and flapping links (whose up or down state is drawn per
+    // iteration of one job) have no meaning here.
+    if (!spec.scenario.stage_gpus.empty())
+      job.fail("expected no parallel.stage_gpus in a job: its placement chooses its nodes (a node list puts ranks on the GPU models you want)");
+    if (!spec.scenario.variability.flapping.empty())
+      job.fail("expected no variability.flapping_links in a job: flapping is drawn per iteration of a single-job run");
     // One fabric: a job's calibration may set its GPU's compute, not the links the jobs share.
     for (const auto& [type, link] : spec.scenario.cluster.link_types)
       if (!js.jobs.empty() && js.jobs.front().scenario.cluster.efficiency(type) != link.bandwidth_efficiency)
@@ -173,7 +214,10 @@ JobsScenario load_jobs_scenario(const std::string& path, const std::vector<std::
   std::vector<JobPlacement> placements;
   for (const JobSpec& j : js.jobs) placements.push_back(j.placement);
   const auto nodes = place_jobs(built, placements, path, jobs.line(), jobs.path());
-  for (std::size_t j = 0; j < js.jobs.size(); ++j) js.jobs[j].nodes = nodes[j];
+  for (std::size_t j = 0; j < js.jobs.size(); ++j) {
+    js.jobs[j].nodes = nodes[j];
+    js.jobs[j].scenario.nodes = nodes[j];  // where its GPUs are, for their models (heterogeneous clusters)
+  }
   return js;
 }
 

@@ -16,6 +16,7 @@
 #include "topologies/user_error.hpp"
 #include "workloads/field_override.hpp"
 #include "workloads/key_aliases.hpp"
+#include "workloads/stage_gpus.hpp"
 #include "workloads/stage_split.hpp"
 
 namespace clustersim {
@@ -30,7 +31,7 @@ const std::initializer_list<const char*> kFields = {
     "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives", "catalog", "reliability"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
-    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order"};
+    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order", "stage_gpus"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 const std::initializer_list<const char*> kCollectivesFields = {"algorithm"};
 
@@ -84,7 +85,14 @@ void read_cluster(const std::filesystem::path& dir, const YamlField& field, Scen
     root.child("gpu").fail("cannot open the GPU catalog '" + s.catalog_file +
                            "' (expected gpus.yaml beside the cluster file or in the folder above it, or the "
                            "scenario's catalog: / --catalog)");
-  s.gpu = load_gpu_catalog(s.catalog_file).find_or_fail(root.child("gpu"));
+  const GpuCatalog known = load_gpu_catalog(s.catalog_file);
+  s.gpu = known.find_or_fail(root.child("gpu"));
+  if (auto groups = root.find("node_groups")) {
+    s.node_groups = read_node_groups(*groups, s.cluster.gpu, s.cluster.fabric.nodes);
+    for (std::size_t i = 0; i < s.node_groups.size(); ++i)
+      if (!s.group_gpus.count(s.node_groups[i].gpu))
+        s.group_gpus.emplace(s.node_groups[i].gpu, known.find_or_fail(groups->element(i).child("gpu")));
+  }
 }
 
 void read_parallel(const YamlField& f, ScenarioSpec& s) {
@@ -454,6 +462,8 @@ ScenarioSpec load_scenario_node(const YamlField& root, const std::string& path, 
   YamlField precision = root.child("precision");
   s.precision = precision.as_string();
   s.gpu.peak_flops_or_fail(s.precision, precision);
+  for (const auto& [name, g] : s.group_gpus) g.peak_flops_or_fail(s.precision, precision);
+  if (auto g = parallel.find("stage_gpus")) read_stage_gpus(*g, s);
   read_recompute(root.child("recompute"), s);
   if (auto a = root.find("attention"))
     s.attention = a->as_choice({"flash", "unfused"}) == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
@@ -461,9 +471,10 @@ ScenarioSpec load_scenario_node(const YamlField& root, const std::string& path, 
     s.variability = parse_variability(*v, s.cluster);
     // Link names are checked against the built graph here, with the rest of the input, rather than
     // after a long simulation has started: building it costs far less than any run.
-    if (!s.variability.links.empty()) {
+    if (!s.variability.links.empty() || !s.variability.flapping.empty()) {
       Cluster cluster = build_cluster(s.cluster);
       apply_link_changes(cluster, s.variability.links);
+      for (const FlappingLink& f : s.variability.flapping) links_named(cluster, f.link);
     }
   }
   if (auto r = root.find("reliability")) {

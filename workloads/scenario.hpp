@@ -8,11 +8,13 @@
 // the cluster file, else in the folder above it (scenarios/gpus.yaml for the shipped clusters), so a
 // copied scenarios/ tree, or a cluster with its catalog beside it, carries its own.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "topologies/cluster_spec.hpp"
+#include "topologies/node_groups.hpp"
 #include "workloads/calibration_file.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/failure_model.hpp"
@@ -44,6 +46,14 @@ struct ScenarioSpec {
   std::vector<std::string> cluster_overrides;
   ClusterSpec cluster;
   GpuModel gpu;                  // the cluster's GPU, from the catalog
+  /// A heterogeneous cluster's node groups (the cluster file's `node_groups:`) and their GPU models,
+  /// from the same catalog.
+  std::vector<NodeGroup> node_groups;
+  std::map<std::string, GpuModel> group_gpus;
+  /// parallel.stage_gpus: the GPU model of each pipeline rank (empty: the nodes' own, in order).
+  std::vector<std::string> stage_gpus;
+  /// The nodes the job runs on, in rank order (stage_gpus places it); empty: the cluster's first.
+  std::vector<int> nodes;
   std::optional<Calibration> calibration;  // `calibration: FILE`, already applied to cluster and gpu
   ModelSpec model;
   ParallelLayout layout;         // over the cluster's first layout.world() GPUs
@@ -86,6 +96,14 @@ struct ScenarioSpec {
   ReliabilitySpec reliability;   // `reliability:`: failure rates, detection, relaunch, checkpoints (goodput)
 
   int gpus() const { return layout.world(); }
+  /// The GPU model of a cluster node: its node group's, else the cluster's (`gpu`).
+  const GpuModel& gpu_of_node(int node) const;
+  /// Its name as the cluster file writes it (cluster.gpu for the cluster's own).
+  const std::string& gpu_name_of_node(int node) const { return clustersim::gpu_of_node(node_groups, cluster.gpu, node); }
+  /// The cluster node holding the job's GPU `job_gpu` (0 .. gpus() - 1).
+  int node_of(int job_gpu) const;
+  /// Whether some GPU of the job is of another model than `gpu`.
+  bool heterogeneous() const;
   /// FP8 or an MX format: GEMMs take 1-byte inputs, so whatever only feeds a GEMM (saved GEMM
   /// inputs, sequence-parallel input all-gathers, MoE dispatch) moves and stays in 1 byte.
   bool eight_bit_gemm_inputs() const { return is_eight_bit(precision); }

@@ -111,7 +111,41 @@ std::vector<LinkChange> read_links(const YamlField& f, bool failed) {
   return out;
 }
 
+/// `flapping_links:` entries: {link, down_s, period_s}. A period must leave the link up some of
+/// the time (a link down for good is a failed link) and be long enough to mean a flap.
+std::vector<FlappingLink> read_flapping(const YamlField& f) {
+  if (!f.is_sequence() || f.size() == 0)
+    f.fail("expected a list of flapping links, such as [{link: leaf0-spine1, down_s: 30, period_s: 600}]");
+  std::vector<FlappingLink> out;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const YamlField e = f.element(i);
+    e.expect_keys({"link", "down_s", "period_s", "note"});
+    if (auto n = e.find("note")) n->as_string();
+    FlappingLink fl;
+    const YamlField name = e.child("link");
+    fl.link.name = name.as_string();
+    fl.link.failed = true;
+    fl.link.file = name.file();
+    fl.link.line = name.line();
+    fl.link.field = name.path();
+    fl.down_s = e.child("down_s").as_number_in(1e-6, 1e7, "s (how long each time it is down)");
+    const YamlField period = e.child("period_s");
+    fl.period_s = period.as_number_in(1e-6, 1e9, "s (time from one going down to the next)");
+    if (!(fl.period_s > fl.down_s)) {
+      std::ostringstream got;
+      got << "got period_s " << fl.period_s << " with down_s " << fl.down_s;
+      period.fail("expected a period longer than down_s, so the link comes back up (a link that stays down is a failed_links entry); " + got.str());
+    }
+    out.push_back(std::move(fl));
+  }
+  return out;
+}
+
 }  // namespace
+
+double flap_variate(std::uint64_t seed, int index) {
+  return unit(splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(index) + 0xF1A9F1A9F1A9F1A9ULL)));
+}
 
 double standard_normal(std::uint64_t seed, int gpu) {
   const std::uint64_t a = gpu_bits(seed, gpu), b = splitmix64(a);
@@ -120,7 +154,7 @@ double standard_normal(std::uint64_t seed, int gpu) {
 }
 
 VariabilitySpec parse_variability(const YamlField& f, const ClusterSpec& cluster) {
-  f.expect_keys({"seed", "gpu_speed", "gpus", "nodes", "links", "failed_links"});
+  f.expect_keys({"seed", "gpu_speed", "gpus", "nodes", "links", "failed_links", "flapping_links"});
   VariabilitySpec v;
   v.declared = true;
   if (auto s = f.find("seed")) v.seed = static_cast<std::uint64_t>(s->as_integer_in(0, 1L << 62));
@@ -132,6 +166,7 @@ VariabilitySpec parse_variability(const YamlField& f, const ClusterSpec& cluster
     auto failed = read_links(*l, true);
     v.links.insert(v.links.end(), failed.begin(), failed.end());
   }
+  if (auto l = f.find("flapping_links")) v.flapping = read_flapping(*l);
   return v;
 }
 

@@ -25,6 +25,14 @@ struct SpeedDraw {
   std::vector<double> values;  // empirical: each GPU takes one, uniformly
 };
 
+/// A link that goes down for `down_s` of every `period_s` (a flapping port or cable) and comes back.
+/// Each iteration meets it either up or down (simulator/flapping.hpp draws which).
+struct FlappingLink {
+  LinkChange link;  // failed = true: what a down window does to it
+  Seconds down_s = 0;
+  Seconds period_s = 0;
+};
+
 struct VariabilitySpec {
   bool declared = false;
   std::uint64_t seed = 0;
@@ -32,11 +40,14 @@ struct VariabilitySpec {
   std::map<int, double> gpus;   // GPU id -> speed in (0, 1]: a named slow GPU
   std::map<int, double> nodes;  // node -> speed in (0, 1] of each of its GPUs
   std::vector<LinkChange> links;  // degraded and failed
+  std::vector<FlappingLink> flapping;  // down for a while every period
 
   /// Whether some GPU may run at another speed than the catalog's.
   bool varies_speed() const {
     return gpu_speed.distribution != SpeedDistribution::none || !gpus.empty() || !nodes.empty();
   }
+  /// Whether replicas may differ at all: speeds, or links that do not run as built.
+  bool varies() const { return varies_speed() || !links.empty() || !flapping.empty(); }
 };
 
 /// Reads `variability:` against the scenario's cluster (GPU and node ids must be its). Every
@@ -47,6 +58,10 @@ VariabilitySpec parse_variability(const YamlField& field, const ClusterSpec& clu
 /// Each of `gpus` GPUs' speed: a named GPU's own, else its node's, else its draw, else 1. Empty
 /// when no GPU varies (the engine's fast path: every GPU as calibrated).
 std::vector<double> gpu_speeds(const VariabilitySpec& v, int gpus, int gpus_per_node);
+
+/// A uniform variate in (0, 1] for flapping link `index` under `seed`: the link is down in this
+/// draw's iteration when it falls below the chance that the iteration meets a down window.
+double flap_variate(std::uint64_t seed, int index);
 
 /// The standard normal variate our generator gives GPU `gpu` under `seed`, clamped to +-5 (tests
 /// and the draws share it).

@@ -67,8 +67,7 @@ void check_reliability(const ScenarioSpec& s) {
 
 /// One simulated iteration, or one per variability draw (seeds variability.seed, +1, ... as `run --repeat`).
 std::vector<Seconds> simulate_steps(const ScenarioSpec& s, long repeat) {
-  const bool varies = s.variability.varies_speed() || !s.variability.links.empty();
-  const FoldMode fold = varies ? FoldMode::exact : FoldMode::assume;
+  const FoldMode fold = fold_under(s, FoldMode::assume);
   std::vector<Seconds> out;
   ScenarioSpec drawn = s;
   for (long k = 0; k < repeat; ++k) {
@@ -157,7 +156,7 @@ void add_goodput_command(CLI::App& app) {
     check_input_path(o->scenario, "scenario");
     const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
     check_reliability(s);
-    if (repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none)
+    if (repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none && s.variability.flapping.empty())
       throw UserError("command line", 0, "--repeat",
                       "expected a scenario whose variability.gpu_speed draws each GPU's speed from a distribution "
                       "(without one every draw is the same)");

@@ -38,7 +38,7 @@ struct RunOptions {
 /// What the scenario's variability does to this run, in one line; empty without it.
 std::string variability_text(const ScenarioSpec& s, const RunReport& r) {
   const VariabilitySpec& v = s.variability;
-  if (!v.varies_speed() && v.links.empty()) return {};
+  if (!v.varies()) return {};
   const char* names[] = {"", "normal", "lognormal", "empirical"};
   std::string out = fmt::format("seed {}", v.seed);
   if (v.gpu_speed.distribution != SpeedDistribution::none)
@@ -49,6 +49,9 @@ std::string variability_text(const ScenarioSpec& s, const RunReport& r) {
   for (const LinkChange& c : v.links) failed += c.failed;
   if (!v.links.empty())
     out += fmt::format("; {} links degraded, {} failed", static_cast<int>(v.links.size()) - failed, failed);
+  for (const FlapState& f : r.flaps.links)
+    out += fmt::format("; {} flapping: down in {:.1f}% of iterations, {} in this draw", f.link, 100 * f.chance,
+                       !f.down ? "up" : f.rerouted ? "down (routed around)" : fmt::format("down (stalls {:.3f} s)", f.stall_s));
   return out;
 }
 
@@ -109,6 +112,11 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
   for (const UncalibratedParameter& u : s.gpu.uncalibrated_parameters(s.precision))
     std::cout << "uncalibrated: " << u.describe() << "\n";
   std::cout << fmt::format("iteration time          {:>12.3f} s\n", r.iteration_s);
+  if (s.heterogeneous()) {
+    std::string models;
+    for (const StageReport& st : r.stages) models += fmt::format("{}{} {}", models.empty() ? "" : ", ", st.pipeline_rank, st.gpu_model);
+    std::cout << "GPU model per stage     " << models << "   (times on " << s.gpu.name << ", each unit at its models' speed)\n";
+  }
   if (s.calibration) print_calibration(s);
   if (const std::string v = variability_text(s, r); !v.empty()) std::cout << "variability             " << v << "\n";
   const IterationResult& it = r.iteration;
@@ -182,8 +190,17 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
                    {"kind", band->iteration_times ? "iteration" : "nccl_tests"}};
     j["calibration"] = c;
   }
+  if (!r.flaps.links.empty()) {
+    nlohmann::ordered_json flaps = nlohmann::ordered_json::array();
+    for (const FlapState& f : r.flaps.links)
+      flaps.push_back({{"link", f.link}, {"chance", f.chance}, {"down", f.down}, {"rerouted", f.rerouted}, {"stall_s", f.stall_s}});
+    j["variability"]["flapping"] = {{"up_iteration_s", r.flaps.up_iteration_s}, {"stall_s", r.flaps.stall_s}, {"links", flaps}};
+  }
   j["stages"] = nlohmann::ordered_json::array();
-  for (const StageReport& st : r.stages) j["stages"].push_back(stage_json(st));
+  for (const StageReport& st : r.stages) {
+    j["stages"].push_back(stage_json(st));
+    if (s.heterogeneous()) j["stages"].back()["gpu_model"] = st.gpu_model;
+  }
   return j;
 }
 
@@ -263,19 +280,20 @@ void add_run_command(CLI::App& app) {
                  s.name, s.file, s.gpus(), s.layout.tp, s.layout.cp, s.layout.pp, s.layout.dp, s.ep, s.model.name,
                  s.cluster.name, s.cluster_file, s.gpu.name, s.catalog_file);
     const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, s.gpus()) : GpuSelection{};
-    if (fold_under(s.variability, fold) != fold) {
+    if (fold_under(s, fold) != fold) {
       if (o->fold_given)
         throw UserError("command line", 0, "--fold",
-                        "expected exact, none or all: the scenario declares variability, which makes replicas unlike, "
-                        "and assume simulates replica 0 for all of them");
-      fold = fold_under(s.variability, fold);
+                        std::string("expected exact, none or all: the scenario ") +
+                            (s.variability.varies() ? "declares variability" : "runs on GPUs of several models") +
+                            ", which makes replicas unlike, and assume simulates replica 0 for all of them");
+      fold = fold_under(s, fold);
       o->fold = to_string(fold);
     }
     const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives, fold);
-    if (o->repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none)
+    if (o->repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none && s.variability.flapping.empty())
       throw UserError("command line", 0, "--repeat",
-                      "expected a scenario whose variability.gpu_speed draws each GPU's speed from a distribution "
-                      "(without one every draw is the same)");
+                      "expected a scenario whose variability.gpu_speed draws each GPU's speed from a distribution, "
+                      "or with flapping_links (without either every draw is the same)");
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");
     // Every input is read and checked; the outputs are checked before the (long) simulation.

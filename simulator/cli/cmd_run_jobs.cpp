@@ -37,6 +37,22 @@ Seconds largest(const IterationResult& it, Seconds RankBreakdown::*field) {
   return out;
 }
 
+/// A breakdown's parts, as run's single-job stage table names them.
+nlohmann::ordered_json breakdown_json(const RankBreakdown& b) {
+  return {{"compute", b.compute_s},       {"recompute", b.recompute_s}, {"tp", b.tp_s},
+          {"ep", b.ep_s},                 {"imbalance", b.imbalance_s}, {"cp", b.cp_s},
+          {"pp_exposed", b.pp_exposed_s}, {"dp_exposed", b.dp_exposed_s}, {"optimizer", b.optimizer_s},
+          {"bubble", b.bubble_s},         {"other_idle", b.other_idle_s}};
+}
+
+/// Each pipeline stage of a job, alone and together: where the slowdown went.
+nlohmann::ordered_json stages_json(const JobOutcome& r) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (std::size_t k = 0; k < r.together.ranks.size(); ++k)
+    out.push_back({{"stage", k}, {"alone_s", breakdown_json(r.alone.ranks[k])}, {"together_s", breakdown_json(r.together.ranks[k])}});
+  return out;
+}
+
 nlohmann::ordered_json jobs_json(const JobsScenario& js, const std::vector<JobOutcome>& out, const JobsRunOptions& o) {
   nlohmann::ordered_json config;
   config["scenario"] = js.name;
@@ -83,7 +99,8 @@ nlohmann::ordered_json jobs_json(const JobsScenario& js, const std::vector<JobOu
                          {"exposed_dp_s", {{"alone", largest(r.alone, &RankBreakdown::dp_exposed_s)},
                                            {"together", largest(r.together, &RankBreakdown::dp_exposed_s)}}},
                          {"exposed_pp_s", {{"alone", largest(r.alone, &RankBreakdown::pp_exposed_s)},
-                                           {"together", largest(r.together, &RankBreakdown::pp_exposed_s)}}}});
+                                           {"together", largest(r.together, &RankBreakdown::pp_exposed_s)}}},
+                         {"stages", stages_json(r)}});
   }
   return j;
 }
@@ -113,6 +130,19 @@ void print_jobs(const JobsScenario& js, const std::vector<JobOutcome>& out) {
   }
   for (const JobOutcome& r : out)
     if (!r.together.tp_collectives.empty()) std::cout << fmt::format("TP collectives of {:<6} {}\n", r.name, r.together.tp_collectives);
+  // Per job and stage, alone -> together: which waits the other jobs lengthened.
+  for (const JobOutcome& r : out) {
+    std::cout << fmt::format("# stages of job {} (s, alone -> together; the breakdown of its slowest replica)\n", r.name);
+    std::cout << fmt::format("# {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}\n", "stage", "compute", "bubble", "exposed PP",
+                             "exposed DP", "idle");
+    auto moved = [](Seconds a, Seconds b) { return fmt::format("{:.3f} -> {:.3f}", a, b); };
+    for (std::size_t k = 0; k < r.together.ranks.size(); ++k) {
+      const RankBreakdown &a = r.alone.ranks[k], &t = r.together.ranks[k];
+      std::cout << fmt::format("  {:>5} {:>9.3f} {:>19} {:>19} {:>19} {:>19}\n", k, t.compute_s + t.recompute_s,
+                               moved(a.bubble_s, t.bubble_s), moved(a.pp_exposed_s, t.pp_exposed_s),
+                               moved(a.dp_exposed_s, t.dp_exposed_s), moved(a.other_idle_s, t.other_idle_s));
+    }
+  }
 }
 
 }  // namespace
