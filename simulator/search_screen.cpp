@@ -8,6 +8,7 @@
 #include <optional>
 #include <tuple>
 
+#include "collectives/nccl_closed_form.hpp"
 #include "collectives/tuner_nccl.hpp"
 #include "simulator/pass_times.hpp"
 #include "topologies/cluster.hpp"
@@ -117,15 +118,7 @@ struct Screen::State {
     if (bytes == 0 || group.size() < 2) return 0;
     auto key = std::make_tuple(static_cast<int>(op), group, bytes, tuned);
     if (auto it = collectives.find(key); it != collectives.end()) return it->second;
-    Seconds t = 0;
-    if (tuned) {
-      const CollectiveRequest req{op, group, bytes, channels, Protocol{}, 0};
-      if (auto c = nccl_choose(cluster, req, std::nullopt, false); c && c->predicted_s) t = *c->predicted_s;
-    }
-    if (t == 0) {
-      const NcclTopology topo = nccl_topology(cluster, group, channels);
-      t = nccl_predicted_time(topo, op, "ring", "Simple", bytes).value_or(0);
-    }
+    const Seconds t = nccl_closed_form_s(cluster, op, group, bytes, channels, tuned);
     collectives.emplace(key, t);
     return t;
   }

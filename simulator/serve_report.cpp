@@ -59,6 +59,11 @@ ServeSummary summarize_serving(const ServingSpec& s, const ServeResult& r) {
   out.batch_requests_max = r.max_batch_requests;
   out.iterations = r.iterations;
   out.preemptions = r.preemptions;
+  out.swaps = r.swaps;
+  out.swap_s = r.swap_s_sum;
+  if (r.prefix_hit_tokens + r.prefill_tokens > 0)
+    out.prefix_hit_rate = double(r.prefix_hit_tokens) / double(r.prefix_hit_tokens + r.prefill_tokens);
+  out.prefix_evictions = r.prefix_evictions;
   if (r.kv_transfers > 0) out.kv_transfer_mean_s = r.kv_transfer_s_sum / double(r.kv_transfers);
   if (r.decode_steps > 0) out.tokens_per_decode_step = r.accepted_tokens_sum / double(r.decode_steps);
   return out;

@@ -27,6 +27,10 @@ struct ServeSummary {
   double batch_requests_mean = 0, batch_tokens_mean = 0;
   long batch_requests_max = 0;
   long iterations = 0, preemptions = 0;
+  long swaps = 0;            // preemptions by swap
+  Seconds swap_s = 0;        // iteration time spent copying KV blocks to and from host memory
+  double prefix_hit_rate = 0;  // prompt tokens found cached over prompt tokens the KV cache needed
+  long prefix_evictions = 0;
   Seconds kv_transfer_mean_s = 0;
   double tokens_per_decode_step = 0;  // speculative: mean tokens a decode step emits
 };

@@ -62,9 +62,14 @@ class Loop {
       draft_ = std::make_unique<IterationCost>(s, *s.speculative.draft_model, comm_);
     const DisaggregationSpec& d = s.disaggregation;
     r_.replicas = s.replicas;
+    // Swapped blocks: each GPU's shard over its own PCIe link to the host, all GPUs at once.
+    const long swap_blocks = r_.memory.block_bytes > 0 ? long(s.kv.swap_space_GiB * 1024 * 1024 * 1024 / double(r_.memory.block_bytes)) : 0;
+    const LinkSpec& pcie = s.cluster.node.pcie_link;
+    swap_Bps_ = pcie.bandwidth_Bps * s.cluster.efficiency(pcie.type);
     for (int k = 0; k < s.replicas; ++k) {
       const ReplicaRole role = !d.enabled ? ReplicaRole::both : k < d.prefill_replicas ? ReplicaRole::prefill : ReplicaRole::decode;
-      replicas_.push_back({ReplicaScheduler(s.scheduler, r_.memory.blocks, s.kv.block_tokens, s.speculative.tokens, role),
+      replicas_.push_back({ReplicaScheduler(s.scheduler, r_.memory.blocks, s.kv.block_tokens, s.speculative.tokens, role, swap_blocks,
+                                            s.kv.prefix_caching),
                            {}, false, k * s.parallel.gpus(), SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1), 0});
       if (trace_ && trace_->wants(replicas_.back().first_gpu, true)) trace_->place(replicas_.back().first_gpu, 0, k);
     }
@@ -93,7 +98,7 @@ class Loop {
       sample_until(now);
       if (arrival) {
         const long id = long(next++);
-        const int k = route(0, front_end_);
+        const int k = route(0, front_end_, r_.requests[next - 1].request.prefix_id);
         r_.requests[std::size_t(id)].replica = k;
         enqueue(k, id);
         if (!replicas_[std::size_t(k)].busy) start(k, now);
@@ -110,7 +115,13 @@ class Loop {
       }
       r_.end_s = now;
     }
-    for (const Replica& rep : replicas_) r_.preemptions += rep.scheduler.preemptions();
+    for (const Replica& rep : replicas_) {
+      r_.preemptions += rep.scheduler.preemptions();
+      r_.swaps += rep.scheduler.swaps();
+      r_.prefix_hit_tokens += rep.scheduler.prefix_hit_tokens();
+      r_.prefill_tokens += rep.scheduler.prefill_tokens();
+      r_.prefix_evictions += rep.scheduler.prefix_evictions();
+    }
     for (const RequestState& q : r_.requests)  // our bug, never the user's: a scheduler that stalled
       if (!q.finished()) throw std::logic_error(fmt::format("serve: request {} never finished (a replica's scheduler stalled)", q.request.id));
     sample_until(r_.end_s);
@@ -119,7 +130,7 @@ class Loop {
 
  private:
   /// The replica in [from, to) the router picks.
-  int route(int from, int to) {
+  int route(int from, int to, int prefix_id) {
     const RouterKind kind = s_.router;
     if (kind == RouterKind::round_robin) {
       int& next = from == 0 ? rr_front_ : rr_back_;
@@ -128,11 +139,17 @@ class Loop {
       return k;
     }
     if (kind == RouterKind::least_loaded) return load_[from == 0 ? 0 : 1].begin()->second;
-    // kv_aware: free blocks change every iteration, so a scan (O(replicas) an arrival).
+    // kv_aware: a replica holding the request's prefix in its cache first, then the most free
+    // blocks; free blocks change every iteration, so a scan (O(replicas) an arrival).
+    const auto cached = [&](int k) { return prefix_id >= 0 && replicas_[std::size_t(k)].scheduler.has_prefix(prefix_id); };
     int best = from;
     for (int k = from + 1; k < to; ++k) {
       const ReplicaScheduler& a = replicas_[std::size_t(k)].scheduler;
       const ReplicaScheduler& b = replicas_[std::size_t(best)].scheduler;
+      if (cached(k) != cached(best)) {
+        if (cached(k)) best = k;
+        continue;
+      }
       if (a.free_blocks() != b.free_blocks() ? a.free_blocks() > b.free_blocks() : a.outstanding() < b.outstanding()) best = k;
     }
     return best;
@@ -151,10 +168,16 @@ class Loop {
   void start(int k, Seconds now) {
     Replica& rep = replicas_[std::size_t(k)];
     rep.plan = rep.scheduler.plan(r_.requests);
-    rep.busy = !rep.plan.empty();
+    rep.busy = !rep.plan.empty() || rep.plan.swap_out_tokens + rep.plan.swap_in_tokens > 0;
     if (!rep.busy) return;
     const BatchShape& shape = rep.plan.shape;
-    Seconds t = cost_.time(shape).total_s;
+    Seconds t = shape.tokens() > 0 ? cost_.time(shape).total_s : 0;
+    if (const long swapped = rep.plan.swap_out_tokens + rep.plan.swap_in_tokens; swapped > 0) {
+      const Seconds swap = double(swapped) * r_.memory.kv_bytes_per_token / swap_Bps_;
+      t += swap;
+      r_.swap_s_sum += swap;
+      r_.swapped_tokens += swapped;
+    }
     if (shape.decode_requests > 0 && s_.speculative.method != SpeculativeMethod::none) t += proposer_s(shape);
     rep.started_s = now;
     ++r_.iterations;
@@ -184,10 +207,9 @@ class Loop {
     r_.kv_utilization_time_integral +=
         (now - rep.started_s) * double(rep.scheduler.total_blocks() - rep.scheduler.free_blocks()) / double(rep.scheduler.total_blocks());
     const int spec = s_.speculative.tokens;
-    const double alpha = s_.speculative.acceptance_rate;
     auto accepted = [&](long) -> long {
       long a = 0;
-      while (a < spec && rep.rng.uniform() < alpha) ++a;
+      while (a < spec && rep.rng.uniform() < s_.speculative.acceptance(a)) ++a;
       ++r_.decode_steps;
       r_.accepted_tokens_sum += double(a + 1);
       return a + 1;
@@ -200,7 +222,7 @@ class Loop {
       RequestState& r = r_.requests[std::size_t(id)];
       if (r.finished()) continue;
       // Prefilled on the prefill pool: its KV cache moves to a decode replica.
-      const int to = route(front_end_, s_.replicas);
+      const int to = route(front_end_, s_.replicas, -1);
       const double bytes = double(r.computed_tokens) * r_.memory.kv_bytes_per_token;
       const Seconds t = comm_.transfer_s(rep.first_gpu, replicas_[std::size_t(to)].first_gpu, bytes);
       r.replica = to;
@@ -255,6 +277,7 @@ class Loop {
   int front_end_ = 0, rr_front_ = 0, rr_back_ = 0;
   std::set<std::pair<long, int>> load_[2];  // front pool (all, or prefill), decode pool
   long seq_ = 0;
+  BytesPerSecond swap_Bps_ = 1;
   Seconds interval_s_ = 1, next_sample_s_ = 0;
   std::vector<long> done_;
   std::string label_;

@@ -15,6 +15,9 @@
 //    blocks; the KV cache (prompt tokens x the fullest GPU's bytes per token, every GPU pair in
 //    parallel) crosses the routed path between the two replicas' first GPUs at its bottleneck rate
 //    (comm_cost.hpp); the decode replica is chosen when the transfer starts;
+//  - swap preemption: an iteration first copies its swapped-out and swapped-in KV tokens between
+//    HBM and host memory, each GPU its shard over its own PCIe link (the node's pcie link at its
+//    efficiency), kv_bytes_per_token of the fullest GPU a token, before its forward;
 //  - speculative decoding: each decode step first runs the proposer (a draft model's `tokens`
 //    sequential decode steps on the same GPUs, or `tokens` MTP modules, each one target layer and
 //    one output layer), then one target forward verifies tokens + 1 positions per request; token i
@@ -43,6 +46,12 @@ struct ServeResult {
   double batch_requests_sum = 0, batch_tokens_sum = 0;
   long max_batch_requests = 0;
   long preemptions = 0;
+  long swaps = 0;                           // preemptions by swap (the rest recompute)
+  long swapped_tokens = 0;                  // KV tokens copied out and back in
+  Seconds swap_s_sum = 0;                   // iteration time spent copying them over PCIe
+  long prefix_hit_tokens = 0;               // prompt tokens found in the prefix cache
+  long prefill_tokens = 0;                  // prompt tokens computed (recomputes included)
+  long prefix_evictions = 0;                // cached prefixes evicted for blocks
   double kv_utilization_time_integral = 0;  // blocks-in-use fraction x seconds, summed per replica
   Seconds end_s = 0;                        // the last event
   double kv_transfer_s_sum = 0;

@@ -192,7 +192,10 @@ TEST_CASE("The shipped GPU catalog has the datasheet peaks and memory") {
   CHECK(h100->peak_flops("fp8").value() == Approx(1979e12));
   CHECK(a100->hbm_bytes == Bytes(80) * 1024 * 1024 * 1024);
   CHECK(h100->hbm_bandwidth_Bps == Approx(3.35e12));
-  CHECK(catalog.names().size() == 8);
+  CHECK(catalog.names().size() == 9);  // with A100-PCIe-80GB, the serving validation's card
+  const auto* pcie = catalog.find("A100-PCIe-80GB");
+  REQUIRE(pcie);
+  CHECK(pcie->hbm_bandwidth_Bps == Approx(1.935e12));  // NVIDIA's A100 PCIe 80GB datasheet
   for (const auto& name : catalog.names()) {
     INFO(name);
     CHECK(catalog.find(name)->peak_flops("bf16").has_value());  // every part trains in bf16

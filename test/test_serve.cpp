@@ -255,3 +255,23 @@ TEST_CASE("the shipped trace scenario serves its five rows, each from its own ar
   }
   CHECK(r.requests[3].request.arrival_s == 1.10);
 }
+
+TEST_CASE("speculative acceptance by position: a step emits 1 + a1 + a1 a2 + ... tokens", "[serve]") {
+  std::string text = test::read_file(source_path("scenarios/serving/llama3-70b-h100-speculative.yaml"));
+  text = test::replaced_all(text, "../", source_path("scenarios") + "/", "speculative");
+  text = test::replaced_all(text, "acceptance_rate: 0.7", "acceptance_rate: [0.9, 0.8, 0.6, 0.4]", "speculative");
+  const ServingSpec s = load_serving(test::temp_file(text), {"serving.requests.duration_s=60"});
+  const double expected = 1 + 0.9 + 0.9 * 0.8 + 0.9 * 0.8 * 0.6 + 0.9 * 0.8 * 0.6 * 0.4;  // 3.2248
+  CHECK(test::relative_error(summarize_serving(s, simulate_serving(s)).tokens_per_decode_step, expected) < 0.05);
+}
+
+TEST_CASE("the shipped Azure conversation trace: its 190 published requests, each served as recorded", "[serve]") {
+  const ServingSpec s = load_serving(source_path("scenarios/serving/llama3-70b-h100-azure-conv.yaml"));
+  const ServeResult r = simulate_serving(s);
+  REQUIRE(r.requests.size() == 190);
+  // The trace's first and second rows (Azure/AzurePublicDataset, 18:15:46.68 and 18:15:50.995).
+  CHECK(r.requests[0].request.prompt_tokens == 374);
+  CHECK(r.requests[0].generated == 44);
+  CHECK(r.requests[1].request.arrival_s == Approx(4.314579));
+  for (const RequestState& q : r.requests) CHECK(q.finished());
+}

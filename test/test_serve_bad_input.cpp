@@ -47,6 +47,11 @@ TEST_CASE("serve: an SLO without a unit is refused at its field", "[serve]") {
 TEST_CASE("serve: a speculative acceptance rate outside [0, 1] is refused", "[serve]") {
   const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  speculative: {method: mtp, tokens: 2, acceptance_rate: 1.5}\n");
   require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":7: serving.speculative.acceptance_rate:", "expected a number from 0 to 1");
+  const std::string listed = serving_file("  parallel: {tp: 8}\n" + kRequests + "  speculative: {method: mtp, tokens: 2, acceptance_rate: [0.9, 1.2]}\n");
+  require_one_line_error(test::run_cli("serve " + listed), "error: " + listed + ":7: serving.speculative.acceptance_rate[1]:", "expected a number from 0 to 1");
+  const std::string short_list = serving_file("  parallel: {tp: 8}\n" + kRequests + "  speculative: {method: mtp, tokens: 2, acceptance_rate: [0.9]}\n");
+  require_one_line_error(test::run_cli("serve " + short_list), "error: " + short_list + ":7: serving.speculative.acceptance_rate:",
+                         "expected one acceptance rate per proposed token (2), got 1");
 }
 
 TEST_CASE("serve: every numeric field is range-checked at its line", "[serve]") {
@@ -71,6 +76,8 @@ TEST_CASE("serve: every numeric field is range-checked at its line", "[serve]") 
       {"serving.scheduler.max_batch_requests=100000", "serving.scheduler.max_batch_requests", "expected an integer from 1 to 65536"},
       {"serving.series_interval_s=0", "serving.series_interval_s", "expected a number from"},
       {"serving.speculative.tokens=17", "serving.speculative.tokens", "expected an integer from 1 to 16"},
+      {"serving.scheduler.preemption=evict", "serving.scheduler.preemption", "expected one of: recompute, swap"},
+      {"serving.kv_cache.swap_space_GiB=-1", "serving.kv_cache.swap_space_GiB", "expected a number from 0 to 100000 GiB"},
   };
   const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  speculative: {method: mtp, tokens: 2, acceptance_rate: 0.5}\n");
   for (const auto& c : cases) {
@@ -85,4 +92,47 @@ TEST_CASE("serve: a request longer than a replica's KV cache is refused, an unkn
   require_one_line_error(test::run_cli("serve " + file + " --set serving.requests.prompt_tokens=16000000"), "error: " + file + ":6: serving.requests.prompt_tokens:",
                          "expected every request to fit a replica's KV cache");
   require_one_line_error(test::run_cli("serve " + file + " --set serving.nope=1"), "error: command line: --set:", "unknown serving field 'serving.nope'");
+}
+
+TEST_CASE("serve: the cost's options and catalog are checked, one line each", "[serve]") {
+  const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests);
+  require_one_line_error(test::run_cli("serve " + file + " --usd-per-kWh lots"), "error: command line: --usd-per-kWh:", "expected a number");
+  require_one_line_error(test::run_cli("serve " + file + " --amortisation-years 0"), "error: command line: --amortisation-years:",
+                         "expected a number from 0.1 to 100");
+  require_one_line_error(test::run_cli("serve " + file + " --prices /no/such/prices.yaml"), "error: /no/such/prices.yaml: --prices:", "cannot open file");
+  const std::string prices = test::temp_file("servers:\n  - {name: s, gpu: H100-SXM, gpus: 8, nics: 8, price: 5, power_W: 1, source: x, date: 2024-01}\n"
+                                             "nics: []\nswitches: []\noptics: []\ncables: []\n");
+  require_one_line_error(test::run_cli("serve " + file + " --prices " + prices), "error: " + prices + ":2: servers[0]", "price");
+}
+
+TEST_CASE("serve --validate: a bad row is named at its line in the rows file", "[serve]") {
+  const std::string serving = serving_file("  parallel: {tp: 8}\n" + kRequests);
+  const auto rows = [&](const std::string& row) {
+    return test::temp_file("set: s\nrows:\n  - {name: r, serving: " + serving + ", " + row + ", published: 1, source: test}\n");
+  };
+  const std::string metric = rows("metric: ttft_p42_s");
+  require_one_line_error(test::run_cli("serve --validate " + metric), "error: " + metric + ":3: rows[0].metric:", "expected one of ttft_p50_s");
+  const std::string no_batch = rows("metric: decode_iteration_s");
+  require_one_line_error(test::run_cli("serve --validate " + no_batch), "error: " + no_batch + ":3: rows[0]:", "expected decode_batch");
+  const std::string stray = rows("metric: ttft_p50_s, decode_batch: {requests: 1, context_tokens: 5}");
+  require_one_line_error(test::run_cli("serve --validate " + stray), "error: " + stray + ":3: rows[0].decode_batch:",
+                         "expected decode_batch only with metric decode_iteration_s");
+  const std::string unknown = rows("metric: ttft_p50_s, settings: [serving.nope=1]");
+  require_one_line_error(test::run_cli("serve --validate " + unknown), "error: " + unknown + ":3: rows[0].settings:", "unknown serving field 'serving.nope'");
+  const std::string no_eq = rows("metric: ttft_p50_s, settings: [fast]");
+  require_one_line_error(test::run_cli("serve --validate " + no_eq), "error: " + no_eq + ":3: rows[0].settings[0]:", "expected FIELD=VALUE");
+  require_one_line_error(test::run_cli("serve " + serving + " --validate " + metric), "error: command line: --validate:",
+                         "expected no serving file beside --validate FILE");
+  require_one_line_error(test::run_cli("serve"), "error: command line: serving:", "missing: expected this argument");
+}
+
+TEST_CASE("serve: a shared prefix is checked at its fields, and refused beside a trace", "[serve]") {
+  const std::string zero = serving_file("  parallel: {tp: 8}\n  requests: {arrival: poisson, rate_per_s: 1, duration_s: 1, prompt_tokens: 100, "
+                                        "output_tokens: 10, shared_prefix: {tokens: 64, count: 0}}\n");
+  require_one_line_error(test::run_cli("serve " + zero), "error: " + zero + ":6: serving.requests.shared_prefix.count:",
+                         "expected an integer from 1 to 1000000 prefixes");
+  const std::string trace = test::temp_file("arrival_s,prompt_tokens,output_tokens\n0.1,100,10\n", ".csv");
+  const std::string beside = serving_file("  parallel: {tp: 8}\n  requests: {arrival: trace, trace: " + trace + ", shared_prefix: {tokens: 64}}\n");
+  require_one_line_error(test::run_cli("serve " + beside), "error: " + beside + ":6: serving.requests.shared_prefix:",
+                         "expected no shared_prefix with arrival: trace");
 }

@@ -11,7 +11,9 @@
 
 #include "simulator/cli/bench_clock.hpp"
 #include "simulator/cli/commands.hpp"
+#include "simulator/cli/serve_validate.hpp"
 #include "simulator/draw_summary.hpp"
+#include "simulator/serve_cost.hpp"
 #include "simulator/serve_report.hpp"
 #include "simulator/trace_writer.hpp"
 #include "workloads/serving/serving_spec.hpp"
@@ -23,8 +25,30 @@ namespace {
 struct ServeOptions {
   std::string serving;
   std::vector<std::string> overrides;
-  std::string json, csv, trace;
+  std::string json, csv, trace, validate, prices, usd_per_kWh = "0.08", amortisation_years = "4";
 };
+
+struct CostInputs {
+  std::string prices;
+  Economics economics;
+};
+
+nlohmann::ordered_json cost_json(const ServeCost& c, const CostInputs& in) {
+  nlohmann::ordered_json j = {{"priced", c.priced}};
+  if (!c.priced) j["unpriced_reason"] = c.unpriced_reason;
+  j["prices"] = in.prices;
+  j["usd_per_kWh"] = in.economics.usd_per_kWh;
+  j["amortisation_years"] = in.economics.amortisation_years;
+  if (c.priced) {
+    j["cluster_capital_usd"] = c.cluster_capital_usd;
+    j["cluster_power_W"] = c.cluster_power_W;
+    j["share"] = c.share;
+    j["fleet_usd_per_year"] = c.fleet_usd_per_year;
+    j["usd_per_million_output_tokens"] = c.usd_per_million_output_tokens;
+    j["usd_per_million_tokens"] = c.usd_per_million_tokens;
+  }
+  return j;
+}
 
 nlohmann::ordered_json latency_json(const LatencySummary& l) {
   return {{"count", l.count}, {"mean_s", l.mean_s}, {"p50_s", l.p50_s}, {"p90_s", l.p90_s}, {"p99_s", l.p99_s}, {"max_s", l.max_s}};
@@ -45,23 +69,28 @@ nlohmann::ordered_json config_json(const ServingSpec& s) {
     requests["duration_s"] = q.duration_s;
     requests["prompt_tokens"] = {{"min", q.prompt_tokens.min}, {"max", q.prompt_tokens.max}};
     requests["output_tokens"] = {{"min", q.output_tokens.min}, {"max", q.output_tokens.max}};
+    if (q.shared_prefix.tokens > 0) requests["shared_prefix"] = {{"tokens", q.shared_prefix.tokens}, {"count", q.shared_prefix.count}};
   }
   nlohmann::ordered_json j = {
       {"file", s.file}, {"name", s.name}, {"cluster", s.cluster_file}, {"gpu", s.gpu.name}, {"model", s.model.name},
       {"precision", s.precision}, {"replicas", s.replicas}, {"gpus", s.gpus()},
       {"parallel", {{"tp", s.parallel.tp}, {"pp", s.parallel.pp}, {"ep", s.parallel.ep}}},
-      {"kv_cache", {{"dtype", s.kv.dtype}, {"block_tokens", s.kv.block_tokens}, {"memory_fraction", s.kv.memory_fraction}}},
+      {"kv_cache", {{"dtype", s.kv.dtype}, {"block_tokens", s.kv.block_tokens}, {"memory_fraction", s.kv.memory_fraction},
+                    {"swap_space_GiB", s.kv.swap_space_GiB}, {"prefix_caching", s.kv.prefix_caching}}},
       {"scheduler",
        {{"max_batch_tokens", s.scheduler.max_batch_tokens}, {"max_batch_requests", s.scheduler.max_batch_requests},
         {"chunked_prefill", s.scheduler.chunked_prefill},
-        {"priority", s.scheduler.priority == SchedulePriority::decode ? "decode" : "prefill"}}},
+        {"priority", s.scheduler.priority == SchedulePriority::decode ? "decode" : "prefill"},
+        {"preemption", s.scheduler.preemption == PreemptionMode::swap ? "swap" : "recompute"}}},
       {"router", to_string(s.router)}, {"requests", requests}};
   if (s.slo.declared) j["slo"] = {{"ttft_s", s.slo.ttft_s}, {"tpot_s", s.slo.tpot_s}};
   if (s.disaggregation.enabled)
     j["disaggregated"] = {{"prefill_replicas", s.disaggregation.prefill_replicas}, {"decode_replicas", s.disaggregation.decode_replicas}};
   if (s.speculative.method != SpeculativeMethod::none)
     j["speculative"] = {{"method", s.speculative.method == SpeculativeMethod::draft ? "draft" : "mtp"},
-                        {"tokens", s.speculative.tokens}, {"acceptance_rate", s.speculative.acceptance_rate},
+                        {"tokens", s.speculative.tokens}, {"acceptance_rate", s.speculative.acceptance_by_position.empty()
+                                                                       ? nlohmann::ordered_json(s.speculative.acceptance_rate)
+                                                                       : nlohmann::ordered_json(s.speculative.acceptance_by_position)},
                         {"draft_model", s.speculative.draft_model ? s.speculative.draft_model->name : ""}};
   return j;
 }
@@ -78,7 +107,8 @@ nlohmann::ordered_json request_rows(const ServeResult& r) {
   return rows;
 }
 
-nlohmann::ordered_json serve_json(const ServingSpec& s, const ServeResult& r, const ServeSummary& m) {
+nlohmann::ordered_json serve_json(const ServingSpec& s, const ServeResult& r, const ServeSummary& m, const ServeCost& c,
+                                  const CostInputs& in) {
   nlohmann::ordered_json j = json_document("serve", config_json(s));
   const ReplicaMemory& mem = r.memory;
   j["memory"] = {{"usable_bytes", mem.usable_bytes}, {"weight_bytes", mem.weight_bytes}, {"workspace_bytes", mem.workspace_bytes},
@@ -90,7 +120,8 @@ nlohmann::ordered_json serve_json(const ServingSpec& s, const ServeResult& r, co
       {"prompt_tokens_per_s", m.prompt_tokens_per_s}, {"kv_utilization_mean", m.kv_utilization_mean},
       {"kv_utilization_peak", m.kv_utilization_peak}, {"batch_requests_mean", m.batch_requests_mean},
       {"batch_tokens_mean", m.batch_tokens_mean}, {"batch_requests_max", m.batch_requests_max},
-      {"iterations", m.iterations}, {"preemptions", m.preemptions}};
+      {"iterations", m.iterations}, {"preemptions", m.preemptions}, {"swaps", m.swaps}, {"swap_s", m.swap_s},
+      {"prefix_hit_rate", m.prefix_hit_rate}, {"prefix_evictions", m.prefix_evictions}};
   if (s.slo.declared) {
     summary["slo_met"] = m.slo_met;
     summary["slo_met_fraction"] = m.slo_met_fraction;
@@ -99,6 +130,7 @@ nlohmann::ordered_json serve_json(const ServingSpec& s, const ServeResult& r, co
   if (s.disaggregation.enabled) summary["kv_transfer_mean_s"] = m.kv_transfer_mean_s;
   if (s.speculative.method != SpeculativeMethod::none) summary["tokens_per_decode_step"] = m.tokens_per_decode_step;
   j["summary"] = summary;
+  j["cost"] = cost_json(c, in);
   nlohmann::ordered_json series = nlohmann::ordered_json::array();
   for (const ServeSample& x : r.series)
     series.push_back({{"time_s", x.time_s}, {"kv_utilization", x.kv_utilization}, {"running", x.running}, {"waiting", x.waiting}});
@@ -109,7 +141,7 @@ nlohmann::ordered_json serve_json(const ServingSpec& s, const ServeResult& r, co
 
 std::string ms(Seconds s) { return fmt::format("{:.1f} ms", s * 1e3); }
 
-void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary& m) {
+void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary& m, const ServeCost& c, const CostInputs& in) {
   const double gib = 1024.0 * 1024 * 1024;
   std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}, {} GPUs of {})\n", s.name,
                            s.model.name, s.precision, s.replicas, s.parallel.tp, s.parallel.pp,
@@ -134,9 +166,23 @@ void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary
   std::cout << fmt::format("KV cache use: mean {:.1f}%, peak {:.1f}%; batch: mean {:.1f} requests and {:.0f} tokens, max {} requests; {} iterations, {} preemptions\n",
                            100 * m.kv_utilization_mean, 100 * m.kv_utilization_peak, m.batch_requests_mean, m.batch_tokens_mean,
                            m.batch_requests_max, m.iterations, m.preemptions);
+  if (s.kv.prefix_caching)
+    std::cout << fmt::format("prefix cache: {:.1f}% of prompt tokens found cached, {} prefixes evicted\n", 100 * m.prefix_hit_rate,
+                             m.prefix_evictions);
+  if (m.swaps > 0)
+    std::cout << fmt::format("swap: {} of the {} preemptions swapped to host memory, {} of copies over PCIe\n", m.swaps,
+                             m.preemptions, ms(m.swap_s));
   if (s.speculative.method != SpeculativeMethod::none)
     std::cout << fmt::format("speculative: {:.2f} tokens per decode step\n", m.tokens_per_decode_step);
-  std::cout << "cost per million tokens: not modelled yet (no price catalog)\n";
+  if (!c.priced) {
+    std::cout << "cost per million tokens: not priced (" << c.unpriced_reason << ")\n";
+    return;
+  }
+  std::cout << fmt::format("cost: ${:.2f} per million output tokens, ${:.2f} per million tokens (prompt and output); the fleet is "
+                           "{:.4g} of the cluster's ${:.3g}M and {:.3g} kW, ${:.0f} a year ({} years, ${}/kWh; prices: {})\n",
+                           c.usd_per_million_output_tokens, c.usd_per_million_tokens, c.share, c.cluster_capital_usd / 1e6,
+                           c.cluster_power_W / 1e3, c.fleet_usd_per_year, in.economics.amortisation_years,
+                           in.economics.usd_per_kWh, in.prices);
 }
 
 }  // namespace
@@ -145,13 +191,31 @@ void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "simulate inference serving of a request stream on a fleet of replicas "
                                               "(a serving file, scenarios/serving/*.yaml): latency percentiles, throughput, goodput");
-  cmd->add_option("serving", o->serving, "serving YAML (scenarios/serving/)")->required();
+  cmd->add_option("serving", o->serving, "serving YAML (scenarios/serving/)");
+  cmd->add_option("--validate", o->validate,
+                  "instead of one file, predict every row of a serving validation file (scenarios/validation/serving/) "
+                  "against its published figure");
   cmd->add_option("--set", o->overrides, "override a field: --set serving.requests.rate_per_s=20 (repeatable)");
   cmd->add_option("--json", o->json, "write the summary, series and per-request rows as JSON (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--csv", o->csv, "write the per-request rows as CSV, JSON's field names (- or /dev/stdout: to stdout)");
+  cmd->add_option("--prices", o->prices, "price and power catalog for the cost per million tokens (default scenarios/prices.yaml)");
+  cmd->add_option("--usd-per-kWh", o->usd_per_kWh, "electricity price for the cost per million tokens (default 0.08)");
+  cmd->add_option("--amortisation-years", o->amortisation_years, "years the cluster's price is spread over (default 4)");
   cmd->add_option("--trace", o->trace, "write each replica's iterations as a Chrome/Perfetto trace (gzip when FILE ends .json.gz)");
   cmd->callback([o] {
+    if (!o->validate.empty()) {
+      if (!o->serving.empty()) throw UserError("command line", 0, "--validate", "expected no serving file beside --validate FILE");
+      check_input_path(o->validate, "--validate");
+      print_serve_validation(o->validate);
+      return;
+    }
+    if (o->serving.empty()) throw UserError("command line", 0, "serving", "missing: expected this argument or --validate FILE (see clustersim serve --help)");
     check_input_path(o->serving, "serving");
+    CostInputs cost_in{o->prices.empty() ? shipped_file("scenarios/prices.yaml") : o->prices, {}};
+    cost_in.economics.usd_per_kWh = parse_number(o->usd_per_kWh, "--usd-per-kWh", 0, 10);
+    cost_in.economics.amortisation_years = parse_number(o->amortisation_years, "--amortisation-years", 0.1, 100);
+    check_input_path(cost_in.prices, "--prices");
+    const PriceCatalog catalog = named_by("--prices", cost_in.prices, [&] { return load_price_catalog(cost_in.prices, "--prices"); });
     const ServingSpec s = named_by("serving", o->serving, [&] { return load_serving(o->serving, o->overrides); });
     if (!o->json.empty()) check_json_path(o->json);
     check_csv_path(o->csv, o->json);
@@ -161,9 +225,10 @@ void add_serve_command(CLI::App& app) {
     const ServeResult r = simulate_serving(s, trace ? &*trace : nullptr);
     if (trace) trace->finish();
     const ServeSummary m = summarize_serving(s, r);
-    if (!o->json.empty()) write_json(o->json, serve_json(s, r, m));
+    const ServeCost cost = serve_cost(s, m, catalog, cost_in.economics);
+    if (!o->json.empty()) write_json(o->json, serve_json(s, r, m, cost, cost_in));
     if (!o->csv.empty()) write_csv(o->csv, request_rows(r));
-    if (table_to_stdout(o->json, o->csv)) print_report(s, r, m);
+    if (table_to_stdout(o->json, o->csv)) print_report(s, r, m, cost, cost_in);
   });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "collectives/nccl_closed_form.hpp"
 #include "collectives/tuner_nccl.hpp"
 
 namespace clustersim {
@@ -15,10 +16,7 @@ Seconds ServingComm::all_reduce_s(const std::vector<int>& group, Bytes bytes) {
   if (bytes == 0 || group.size() < 2) return 0;
   auto key = std::make_pair(group, bytes);
   if (auto it = all_reduce_.find(key); it != all_reduce_.end()) return it->second;
-  Seconds t = 0;
-  const CollectiveRequest req{Op::all_reduce, group, bytes, channels_, Protocol{}, 0};
-  if (auto c = nccl_choose(cluster_, req, std::nullopt, false); c && c->predicted_s) t = *c->predicted_s;
-  if (t == 0) t = nccl_predicted_time(nccl_topology(cluster_, group, channels_), Op::all_reduce, "ring", "Simple", bytes).value_or(0);
+  const Seconds t = nccl_closed_form_s(cluster_, Op::all_reduce, group, bytes, channels_, true);
   all_reduce_.emplace(std::move(key), t);
   return t;
 }

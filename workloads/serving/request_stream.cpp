@@ -130,6 +130,7 @@ std::vector<Request> request_stream(const RequestStreamSpec& spec) {
     return parse_request_trace(read_input_file(f, "serving.requests.trace"), f, jsonl);
   }
   SplitMix64 rng(spec.seed);
+  SplitMix64 prefixes(spec.seed ^ 0x5eed0f9e4f1c0ULL);
   // Gamma inter-arrival times of mean 1/rate and the asked cv: shape 1/cv^2, scale 1/(rate shape).
   const double shape = 1 / (spec.cv * spec.cv);
   std::vector<Request> out;
@@ -144,6 +145,11 @@ std::vector<Request> request_stream(const RequestStreamSpec& spec) {
     r.arrival_s = t;
     r.prompt_tokens = draw_tokens(rng, spec.prompt_tokens);
     r.output_tokens = draw_tokens(rng, spec.output_tokens);
+    if (spec.shared_prefix.tokens > 0) {
+      r.prefix_id = int(prefixes.next() % std::uint64_t(spec.shared_prefix.count));
+      r.prefix_tokens = spec.shared_prefix.tokens;
+      r.prompt_tokens += spec.shared_prefix.tokens;
+    }
     out.push_back(r);
   }
   return out;

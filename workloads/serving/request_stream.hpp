@@ -17,10 +17,15 @@ struct Request {
   Seconds arrival_s = 0;
   long prompt_tokens = 0;
   long output_tokens = 0;
+  int prefix_id = -1;       // which shared prefix its prompt starts with; -1: none
+  long prefix_tokens = 0;   // that prefix's tokens, part of prompt_tokens
   int line = 0;  // its line in a trace file; 0 when generated
 };
 
-/// The stream of `spec`: generated, or the trace file's rows sorted by arrival (stable).
+/// The stream of `spec`: generated, or the trace file's rows sorted by arrival (stable). With a
+/// shared prefix, each generated prompt is one of its `count` prefixes (drawn uniformly from a
+/// generator of its own, so the stream's arrivals and lengths are those without it) followed by
+/// the drawn prompt tokens.
 std::vector<Request> request_stream(const RequestStreamSpec& spec);
 
 /// A trace: CSV with a header naming arrival_s, prompt_tokens and output_tokens (any order, other

@@ -19,10 +19,12 @@ const std::initializer_list<const char*> kFields = {"name", "description", "clus
 const std::initializer_list<const char*> kServingFields = {"replicas", "parallel", "kv_cache", "scheduler", "router", "requests",
                                                            "slo", "disaggregated", "speculative", "series_interval_s"};
 const std::initializer_list<const char*> kParallelFields = {"tp", "pp", "ep"};
-const std::initializer_list<const char*> kKvFields = {"dtype", "block_tokens", "memory_fraction"};
-const std::initializer_list<const char*> kSchedulerFields = {"max_batch_tokens", "max_batch_requests", "chunked_prefill", "priority"};
+const std::initializer_list<const char*> kKvFields = {"dtype", "block_tokens", "memory_fraction", "swap_space_GiB", "prefix_caching"};
+const std::initializer_list<const char*> kSchedulerFields = {"max_batch_tokens", "max_batch_requests", "chunked_prefill", "priority",
+                                                             "preemption"};
 const std::initializer_list<const char*> kRequestFields = {"arrival", "rate_per_s", "cv", "duration_s", "prompt_tokens",
-                                                           "output_tokens", "seed", "trace"};
+                                                           "output_tokens", "seed", "trace", "shared_prefix"};
+const std::initializer_list<const char*> kPrefixFields = {"tokens", "count"};
 const std::initializer_list<const char*> kSloFields = {"ttft", "tpot"};
 const std::initializer_list<const char*> kDisaggFields = {"prefill_replicas", "decode_replicas"};
 const std::initializer_list<const char*> kSpecFields = {"method", "tokens", "acceptance_rate", "draft_model"};
@@ -82,6 +84,8 @@ void read_kv(const YamlField& f, ServingSpec& s) {
   }
   if (auto v = f.find("block_tokens")) s.kv.block_tokens = static_cast<int>(v->as_integer_in(1, 1024, "tokens"));
   if (auto v = f.find("memory_fraction")) s.kv.memory_fraction = v->as_number_in(0.01, 1);
+  if (auto v = f.find("swap_space_GiB")) s.kv.swap_space_GiB = v->as_number_in(0, 1e5, "GiB");
+  if (auto v = f.find("prefix_caching")) s.kv.prefix_caching = v->as_bool();
 }
 
 void read_scheduler(const YamlField& f, ServingSpec& s) {
@@ -91,6 +95,8 @@ void read_scheduler(const YamlField& f, ServingSpec& s) {
   if (auto v = f.find("chunked_prefill")) s.scheduler.chunked_prefill = v->as_bool();
   if (auto v = f.find("priority"))
     s.scheduler.priority = v->as_choice({"decode", "prefill"}) == "decode" ? SchedulePriority::decode : SchedulePriority::prefill;
+  if (auto v = f.find("preemption"))
+    s.scheduler.preemption = v->as_choice({"recompute", "swap"}) == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
 }
 
 void read_requests(const std::filesystem::path& dir, const YamlField& f, ServingSpec& s) {
@@ -101,7 +107,7 @@ void read_requests(const std::filesystem::path& dir, const YamlField& f, Serving
   r.arrival = arrival == "poisson" ? ArrivalKind::poisson : arrival == "gamma" ? ArrivalKind::gamma : ArrivalKind::trace;
   if (auto v = f.find("seed")) r.seed = static_cast<std::uint64_t>(v->as_integer_in(0, 1L << 62));
   if (r.arrival == ArrivalKind::trace) {
-    for (const char* k : {"rate_per_s", "cv", "duration_s", "prompt_tokens", "output_tokens"})
+    for (const char* k : {"rate_per_s", "cv", "duration_s", "prompt_tokens", "output_tokens", "shared_prefix"})
       if (auto v = f.find(k)) v->fail("expected no " + std::string(k) + " with arrival: trace (the trace gives each request's)");
     r.trace_file = resolve_scenario_path(dir, f.child("trace"));
     return;
@@ -118,6 +124,11 @@ void read_requests(const std::filesystem::path& dir, const YamlField& f, Serving
     d.fail("expected rate_per_s x duration_s at most 1e8 requests");
   r.prompt_tokens = read_tokens(f.child("prompt_tokens"));
   r.output_tokens = read_tokens(f.child("output_tokens"));
+  if (auto p = f.find("shared_prefix")) {
+    p->expect_keys(kPrefixFields);
+    r.shared_prefix.tokens = p->child("tokens").as_integer_in(1, kMaxTokens, "tokens");
+    if (auto c = p->find("count")) r.shared_prefix.count = static_cast<int>(c->as_integer_in(1, 1000000, "prefixes"));
+  }
 }
 
 void read_slo(const YamlField& f, ServingSpec& s) {
@@ -133,7 +144,15 @@ void read_speculative(const std::filesystem::path& dir, const YamlField& f, Serv
   SpeculativeSpec& sp = s.speculative;
   sp.method = f.child("method").as_choice({"draft", "mtp"}) == "draft" ? SpeculativeMethod::draft : SpeculativeMethod::mtp;
   sp.tokens = static_cast<int>(f.child("tokens").as_integer_in(1, 16, "tokens"));
-  sp.acceptance_rate = f.child("acceptance_rate").as_number_in(0, 1);
+  const YamlField rate = f.child("acceptance_rate");
+  if (rate.is_sequence()) {
+    if (rate.size() != std::size_t(sp.tokens))
+      rate.fail("expected one acceptance rate per proposed token (" + std::to_string(sp.tokens) + "), got " + std::to_string(rate.size()));
+    for (std::size_t i = 0; i < rate.size(); ++i) sp.acceptance_by_position.push_back(rate.element(i).as_number_in(0, 1));
+    sp.acceptance_rate = sp.acceptance_by_position.front();
+  } else {
+    sp.acceptance_rate = rate.as_number_in(0, 1);
+  }
   if (sp.method == SpeculativeMethod::draft) {
     sp.draft_model_file = resolve_scenario_path(dir, f.child("draft_model"));
     sp.draft_model = load_model_spec(sp.draft_model_file);
@@ -180,6 +199,7 @@ std::vector<std::string> serving_fields() {
   add_fields(out, "serving.kv_cache.", kKvFields);
   add_fields(out, "serving.scheduler.", kSchedulerFields);
   add_fields(out, "serving.requests.", kRequestFields);
+  add_fields(out, "serving.requests.shared_prefix.", kPrefixFields);
   add_fields(out, "serving.slo.", kSloFields);
   add_fields(out, "serving.disaggregated.", kDisaggFields);
   add_fields(out, "serving.speculative.", kSpecFields);

@@ -28,15 +28,23 @@ struct KvCacheSpec {
   std::string dtype = "bf16";
   int block_tokens = 16;          // vLLM's default block size
   double memory_fraction = 0.9;   // of HBM the engine may use (vLLM's gpu_memory_utilization)
+  double swap_space_GiB = 4;      // host memory per GPU for swapped-out blocks (vLLM's --swap-space)
+  bool prefix_caching = false;    // full blocks of a shared prefix kept and reused (vLLM's enable_prefix_caching)
 };
 
 enum class SchedulePriority { decode, prefill };
+
+/// What a request preempted for lack of KV blocks loses: recompute frees its blocks and prefills it
+/// again; swap copies its blocks to host memory over PCIe and back when it resumes (vLLM's two
+/// modes), falling back to recompute when the swap space is full.
+enum class PreemptionMode { recompute, swap };
 
 struct SchedulerSpec {
   long max_batch_tokens = 2048;    // token budget per iteration (vLLM's max_num_batched_tokens)
   long max_batch_requests = 256;   // requests per iteration (vLLM's max_num_seqs)
   bool chunked_prefill = true;     // Sarathi: a prompt split into chunks within the budget
   SchedulePriority priority = SchedulePriority::decode;
+  PreemptionMode preemption = PreemptionMode::recompute;
 };
 
 enum class RouterKind { round_robin, least_loaded, kv_aware };
@@ -49,12 +57,20 @@ struct TokenCount {
   long min = 0, max = 0;
 };
 
+/// Prompts that start with one of `count` shared prefixes of `tokens` tokens (a system prompt, few-shot
+/// examples): what prefix caching can reuse. tokens 0: none.
+struct SharedPrefixSpec {
+  long tokens = 0;
+  int count = 1;
+};
+
 struct RequestStreamSpec {
   ArrivalKind arrival = ArrivalKind::poisson;
   double rate_per_s = 1;
   double cv = 1;                  // gamma: coefficient of variation of the inter-arrival times
   Seconds duration_s = 60;        // arrivals in [0, duration)
   TokenCount prompt_tokens, output_tokens;
+  SharedPrefixSpec shared_prefix;
   std::uint64_t seed = 0;
   std::string trace_file;         // arrival: trace
   int line = 0;                   // where `requests:` is written
@@ -80,6 +96,12 @@ struct SpeculativeSpec {
   SpeculativeMethod method = SpeculativeMethod::none;
   int tokens = 0;
   double acceptance_rate = 0;
+  /// acceptance_rate written as a list: token i's own rate (drafts degrade along the proposal); empty
+  /// when one rate serves every position.
+  std::vector<double> acceptance_by_position;
+  double acceptance(int position) const {
+    return acceptance_by_position.empty() ? acceptance_rate : acceptance_by_position[std::size_t(position)];
+  }
   std::optional<ModelSpec> draft_model;
   std::string draft_model_file;
 };
