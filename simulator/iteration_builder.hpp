@@ -125,14 +125,7 @@ class IterationBuilder {
   /// another simulated replica's (fold.hpp).
   void fold(const FoldInput& in);
 
-  /// A data-parallel, embedding or stage-copy collective of `bytes` over `group`: what NCCL's tuner
-  /// picks for it (its algorithm and protocol, on the plan's channels), or, where the scenario says
-  /// collectives.algorithm: best, the ring under Simple these collectives always ran.
-  FlowGraph group_flows(Op op, const std::vector<int>& group, Bytes bytes) const;
-  /// Every flow `group_flows` may run over `group` for an all-reduce of any size: one lowering per
-  /// algorithm the tuner picks between 1 KiB and 16 GiB. The fold proof's view of that traffic (a
-  /// superset, so a fold it allows stays exact).
-  FlowGraph any_size_flows(const std::vector<int>& group) const;
+  FlowGraph ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const;
 
   using PassKey = std::tuple<int, int, bool, int>;  // (replica, model stage, forward?, microbatch)
 

@@ -118,7 +118,7 @@ void IterationBuilder::add_transfers() {
 
 std::vector<FlowId> IterationBuilder::add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after) {
   if (plan_.free_communication || group.size() < 2 || bytes == 0) return {};
-  return append_after(graph_, group_flows(op, group, bytes), after);
+  return append_after(graph_, ring_flows(op, group, bytes), after);
 }
 
 std::optional<std::vector<std::pair<int, int>>> IterationBuilder::embedding_slots() const {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iterator>
 
-#include "collectives/tuner_nccl.hpp"
 #include "simulator/iteration_builder.hpp"
 #include "simulator/traffic_isolation.hpp"
 #include "topologies/user_error.hpp"
@@ -47,14 +46,14 @@ FoldInput IterationBuilder::job_traffic() const {
         own.push_back({std::move(r.links), r.latency_s, 0});
       }
       for (const auto& [a, b] : syncs)
-        for (Flow& f : any_size_flows({gpu(d, a, m), gpu(d, b, m)}).flows)
+        for (Flow& f : ring_flows(Op::all_reduce, {gpu(d, a, m), gpu(d, b, m)}, 1 << 20).flows)
           own.push_back({std::move(f.links), f.latency_s, f.size_bytes});
     }
   }
   for (int r = 0; r < ranks(); ++r)
     for (const auto* groups : {&dp_groups_[static_cast<std::size_t>(r)], &expert_groups_[static_cast<std::size_t>(r)]})
       for (const auto& group : *groups)
-        for (Flow& f : any_size_flows(group).flows) in.shared.push_back(std::move(f.links));
+        for (Flow& f : ring_flows(Op::all_reduce, group, 1 << 20).flows) in.shared.push_back(std::move(f.links));
   return in;
 }
 
@@ -156,31 +155,9 @@ void IterationBuilder::fold(const FoldInput& in) {
   simulated_as_ = folding.simulated_as;
 }
 
-FlowGraph IterationBuilder::group_flows(Op op, const std::vector<int>& group, Bytes bytes) const {
-  CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
-  if (plan_.nccl_tuner)
-    if (const auto choice = nccl_choose(router_.cluster(), req, std::nullopt, false)) {
-      req.protocol = choice->protocol;
-      return choice->algorithm->lower(router_, req);
-    }
+FlowGraph IterationBuilder::ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const {
+  const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
   return find_algorithm("ring")->lower(router_, req);
-}
-
-FlowGraph IterationBuilder::any_size_flows(const std::vector<int>& group) const {
-  constexpr Bytes kProbe = 1 << 20;  // the links a lowering uses do not depend on its size
-  std::vector<const Algorithm*> seen;
-  FlowGraph all;
-  for (Bytes size = 1 << 10; size <= (Bytes{1} << 34); size *= 4) {
-    CollectiveRequest req{Op::all_reduce, group, size, plan_.channels, *find_protocol("Simple"), 0};
-    const Algorithm* a = find_algorithm("ring");
-    if (plan_.nccl_tuner)
-      if (const auto choice = nccl_choose(router_.cluster(), req, std::nullopt, false)) a = choice->algorithm;
-    if (std::find(seen.begin(), seen.end(), a) != seen.end()) continue;
-    seen.push_back(a);
-    req.size_bytes = kProbe;
-    for (Flow& f : a->lower(router_, req).flows) all.add(std::move(f));
-  }
-  return all;
 }
 
 }  // namespace clustersim
