@@ -85,6 +85,9 @@ class CollNet : public Algorithm {
     if (cluster.spec.node.scale_up != ScaleUp::nvswitch)
       return name() + " runs on NVSwitch nodes (NCCL disables CollNet Direct elsewhere); " + cluster.spec.name + "'s are " +
              "a full mesh";
+    if (cluster.scale_up_domains() > 1)
+      return name() + " is not modelled on a two-level NVSwitch (node.scale_up.second_level): its steps inside a node "
+                      "assume one switch";
     const auto groups = ranks_by_node(cluster, req.ranks);
     if (groups.size() < 2) return name() + " reduces across nodes; these ranks sit in one";
     for (const auto& g : groups)

@@ -1,18 +1,25 @@
 // NVLink SHARP (NVLS): the third-generation NVSwitch (HGX H100/H200, B200) reduces in the switch
-// (multimem.ld_reduce: the switch fetches one address from every GPU and returns the sum) and
-// multicasts (multimem.st: one store lands on every GPU), NCCL >= 2.17. A GPU's NVLink then carries
-// its buffer up once and the result down once, where a ring carries 2(n-1)/n of it each way.
+// (multimem.ld_reduce: the switch fetches one address from every GPU bound to the multicast object,
+// the issuer's own included, and returns the sum) and multicasts (multimem.st: one store lands on
+// every bound GPU, the issuer's own included), NCCL >= 2.17.
 //
-// Lowering: one flow per (shard, channel) that lists the links the shard crosses, each once, so
-// max-min loads every link exactly as the switch would:
-//   all-reduce      shard j goes up from every GPU and comes down to every GPU. Shard j's owner
-//                   pulls the others' partial sums (up from i != j, down to j), adds its own and
-//                   multicasts the result (up from j, down to i != j): S up and S down per GPU.
-//   reduce-scatter  up from i != j, down to j: (n-1)/n of S up, S/n down per GPU.
-//   all-gather      up from j, down to i != j: S/n up, (n-1)/n of S down per GPU.
-// Reduce-scatter and all-gather thus move as many bytes over the busiest direction as the ring
-// does (NCCL's tuner scales their NVLS bandwidth by (n-1)/n, src/graph/tuning.cc); they gain the
-// single step's latency, not bandwidth.
+// Lowering: one flow per (shard, channel) that lists the links the shard crosses, each once per
+// crossing, so max-min loads every link exactly as the switch would:
+//   all-reduce      shard j's owner pulls the sum of every GPU's copy (up from all n, down to j)
+//                   and multicasts it (up from j, down to all n): (n+1)/n of S each way per GPU,
+//                   where a ring carries 2(n-1)/n of it. That is nccl-tests issue 212's
+//                   algbw = busbw' n/(n+1) (the maintainer's correction of its NVLS factor).
+//   reduce-scatter  up from all n, down to j: S up, S/n down per GPU.
+//   all-gather      up from j, down to all n: S/n up, S down per GPU.
+// Reduce-scatter and all-gather thus move S over the busier direction, the ring (n-1)/n S (NCCL's
+// tuner likewise scales their NVLS bandwidth by (n-1)/n, src/graph/tuning.cc); they gain the single
+// step's latency, not bandwidth.
+//
+// The switch's reduction and multicast reach NCCL's nvlsEfficiency of the NVLink copy bandwidth the
+// link types are calibrated on (0.85 Hopper, 0.74 Blackwell; tuner_nccl.hpp). Each shard flow has a
+// companion over its NVLink links only, carrying (1/e - 1) of its bytes: where NVLink binds, the
+// links stay busy for 1/e of the shard's time; where the network binds (NVLS-tree at scale) the
+// companion takes NVLink's spare capacity and nothing slows.
 //
 // nvls_tree (NCCL's NVLS_TREE, all-reduce across nodes): inside each node as above, and between
 // nodes shard j is all-reduced by the GPUs of local index j over their own NICs on NCCL's double
@@ -27,6 +34,7 @@
 
 #include "collectives/pipeline.hpp"
 #include "collectives/trees.hpp"
+#include "collectives/tuner_nccl.hpp"
 
 namespace clustersim {
 namespace {
@@ -37,25 +45,63 @@ constexpr std::size_t kNodesPerSegment = 64;
 
 bool simple_or_ideal(const Protocol& p) { return p.name == "Simple" || p.name == "ideal"; }
 
-/// The node's scale-up links a shard crosses, in the order the data moves.
+/// One GPU of each first-level NVSwitch domain the group spans, the owner's first (two-level
+/// scale-up, NVL576-style; on one level just the owner).
+std::vector<int> domain_representatives(const Cluster& c, const std::vector<int>& gpus, int owner) {
+  std::vector<int> reps{owner};
+  for (int gpu : gpus)
+    if (std::none_of(reps.begin(), reps.end(), [&](int r) { return c.scale_up_domain_of_gpu(r) == c.scale_up_domain_of_gpu(gpu); }))
+      reps.push_back(gpu);
+  return reps;
+}
+
+/// The node's scale-up links a shard crosses, in the order the data moves. On a two-level NVSwitch
+/// each first-level switch reduces its domain's copies and sends one partial up, the second level
+/// sends one sum down to the owner's domain, and a multicast fans out the same way, once a domain.
 void add_in_node_links(const Cluster& c, Op op, const std::vector<int>& gpus, std::size_t j, std::vector<LinkDir>& links) {
   const bool reduce = op == Op::all_reduce || op == Op::reduce_scatter;
   const bool multicast = op == Op::all_reduce || op == Op::all_gather;
+  const std::vector<int> reps = domain_representatives(c, gpus, gpus[j]);
   if (reduce) {
-    for (std::size_t i = 0; i < gpus.size(); ++i)
-      if (i != j) links.push_back(gpu_to_switch(c, gpus[i]));
+    for (int gpu : gpus) links.push_back(gpu_to_switch(c, gpu));
+    for (std::size_t d = 1; d < reps.size(); ++d) links.push_back(forward(c.scale_up_uplink_of_gpu(reps[d])));
+    if (reps.size() > 1) links.push_back(backward(c.scale_up_uplink_of_gpu(reps[0])));
     links.push_back(switch_to_gpu(c, gpus[j]));
   }
   if (multicast) {
     links.push_back(gpu_to_switch(c, gpus[j]));
-    for (std::size_t i = 0; i < gpus.size(); ++i)
-      if (i != j) links.push_back(switch_to_gpu(c, gpus[i]));
+    if (reps.size() > 1) links.push_back(forward(c.scale_up_uplink_of_gpu(reps[0])));
+    for (std::size_t d = 1; d < reps.size(); ++d) links.push_back(backward(c.scale_up_uplink_of_gpu(reps[d])));
+    for (int gpu : gpus) links.push_back(switch_to_gpu(c, gpu));
   }
 }
 
-/// A GPU's way up to the switch and back down: the latency of one NVLS step on its links.
-Seconds in_node_link_latency(const Cluster& c, int gpu) {
-  return c.links[static_cast<std::size_t>(link_of(gpu_to_switch(c, gpu)))].latency_s * 2;
+/// The companion of a shard flow (see the top): its NVLink links, (1/e - 1) of its bytes, the same
+/// start and latency, so the switch's efficiency costs NVLink time and nothing else.
+Flow efficiency_companion(const Cluster& c, const Flow& shard_flow, const std::vector<LinkDir>& nvlink_links) {
+  Flow f;
+  f.src_gpu = shard_flow.src_gpu;
+  f.dst_gpu = shard_flow.dst_gpu;
+  f.links = nvlink_links;
+  const double e = nvls_efficiency(gpu_generation(c.spec.gpu));
+  f.size_bytes = static_cast<Bytes>(static_cast<double>(shard_flow.size_bytes) * (1 / e - 1));
+  f.latency_s = shard_flow.latency_s;
+  return f;
+}
+
+/// Adds a shard flow and, where the switch's efficiency is below 1, its companion.
+void add_shard(const Cluster& c, FlowGraph& graph, Flow f, const std::vector<LinkDir>& nvlink_links) {
+  Flow companion = efficiency_companion(c, f, nvlink_links);
+  graph.add(std::move(f));
+  if (companion.size_bytes > 0) graph.add(std::move(companion));
+}
+
+/// A GPU's way up to the switch and back down: the latency of one NVLS step on its links (through
+/// the second level too where the group spans several first-level domains).
+Seconds in_node_link_latency(const Cluster& c, const std::vector<int>& gpus, int gpu) {
+  Seconds s = c.links[static_cast<std::size_t>(link_of(gpu_to_switch(c, gpu)))].latency_s * 2;
+  if (domain_representatives(c, gpus, gpu).size() > 1) s += c.links[static_cast<std::size_t>(c.scale_up_uplink_of_gpu(gpu))].latency_s * 2;
+  return s;
 }
 
 std::optional<std::string> no_nvls(const Cluster& cluster, const std::string& name) {
@@ -100,8 +146,9 @@ class Nvls final : public Algorithm {
         f.dst_gpu = req.ranks[(j + 1) % n];
         add_in_node_links(c, req.op, req.ranks, j, f.links);
         f.size_bytes = wire_bytes(shard, req.protocol);
-        f.latency_s = protocol + in_node_link_latency(c, req.ranks[j]);
-        graph.add(std::move(f));
+        f.latency_s = protocol + in_node_link_latency(c, req.ranks, req.ranks[j]);
+        const std::vector<LinkDir> nvlink = f.links;
+        add_shard(c, graph, std::move(f), nvlink);
       }
     return graph;
   }
@@ -141,15 +188,20 @@ class NvlsTree final : public Algorithm {
       const std::vector<int>& parents = ch % 2 == 0 ? first : second;
       for (std::size_t j = 0; j < per_node; ++j) {
         std::vector<Flow> segments;
+        std::vector<std::vector<LinkDir>> segment_nvlink;  // each segment's in-node links
         Seconds edge_latency = 0;
         for (std::size_t k = 0; k < nodes; ++k) {
           if (k % kNodesPerSegment == 0) {
             segments.emplace_back();
             segments.back().src_gpu = groups[k][j];
             segments.back().dst_gpu = groups[k][(j + 1) % per_node];
+            segment_nvlink.emplace_back();
           }
           std::vector<LinkDir>& links = segments.back().links;
+          const std::size_t in_node_from = links.size();
           add_in_node_links(c, Op::all_reduce, groups[k], j, links);
+          segment_nvlink.back().insert(segment_nvlink.back().end(), links.begin() + static_cast<std::ptrdiff_t>(in_node_from),
+                                       links.end());
           const int parent = parents[k];
           if (parent < 0) continue;
           // The edge to the parent, up (reduce) and down (broadcast), on rail j's NICs.
@@ -161,11 +213,11 @@ class NvlsTree final : public Algorithm {
           }
         }
         const Seconds latency = (simple ? kNvlsNvlinkLatency_s + 2.0 * depth * kNvlsTreeNetLatency_s : 0) +
-                                2 * in_node_link_latency(c, groups[0][j]) + 2.0 * depth * edge_latency;
-        for (Flow& f : segments) {
-          f.size_bytes = wire_bytes(shard, req.protocol);
-          f.latency_s = latency;
-          graph.add(std::move(f));
+                                2 * in_node_link_latency(c, groups[0], groups[0][j]) + 2.0 * depth * edge_latency;
+        for (std::size_t k = 0; k < segments.size(); ++k) {
+          segments[k].size_bytes = wire_bytes(shard, req.protocol);
+          segments[k].latency_s = latency;
+          add_shard(c, graph, std::move(segments[k]), segment_nvlink[k]);
         }
       }
     }

@@ -21,6 +21,10 @@ enum class GpuGeneration { volta, ampere, hopper, blackwell };
 /// row, the one whose link rates are closest.
 GpuGeneration gpu_generation(const std::string& gpu_name);
 const char* to_string(GpuGeneration g);
+/// NCCL's nvlsEfficiency (src/graph/tuning.cc, v2.30.7-1): the share of NVLink's copy bandwidth the
+/// switch's reduction and multicast reach, 0.85 on Hopper, 0.74 on Blackwell; 1 for generations
+/// without NVLS (nothing to scale).
+double nvls_efficiency(GpuGeneration g);
 
 /// What NCCL's tuner knows of one communicator: its shape and its topology graphs' channels and
 /// per-channel bandwidths, here derived from the cluster.

@@ -99,6 +99,11 @@ bool considered(Op op, Algo a, Proto p, const NcclTopology& t) {
 
 }  // namespace
 
+double nvls_efficiency(GpuGeneration g) {
+  const double e = kNvlsEfficiency[static_cast<std::size_t>(g)];
+  return e > 0 ? e : 1.0;
+}
+
 NcclCost nccl_cost(const NcclTopology& t, Op op, const std::string& algorithm, const std::string& protocol) {
   const auto a_of = algo_of(algorithm);
   const auto p_of = proto_of(protocol);

@@ -72,17 +72,23 @@ Bytes closed_form_receive(const Cluster& cluster, const std::string& algo, Op op
   }
   const auto ranks = static_cast<Bytes>(n);
   if (algo == "tree") return c * 2 * static_cast<Bytes>(n - 1) * wire_bytes(per_channel, p);
-  // NVLS: a flow per (shard, channel) lands on the GPUs it comes down to: all n (all-reduce), the
-  // shard's owner (reduce-scatter), the n-1 others (all-gather).
+  // NVLS: a flow per (shard, channel) lands on the GPUs it comes down to: all n and the shard's owner
+  // once more (all-reduce: the owner's pull of the sum, then the multicast to all), the owner
+  // (reduce-scatter), all n (all-gather). Its companion (the switch's efficiency, NCCL's 0.85 on
+  // these H100s) lands on the same GPUs with (1/0.85 - 1) of its bytes.
+  const auto with_companion = [](Bytes w) { return w + static_cast<Bytes>(static_cast<double>(w) * (1 / 0.85 - 1)); };
   if (algo == "nvls") {
-    const Bytes downs = op == Op::all_reduce ? ranks : op == Op::reduce_scatter ? 1 : ranks - 1;
-    return c * ranks * downs * wire_bytes(static_cast<double>(size) / (n * channels), p);
+    const Bytes downs = op == Op::all_reduce ? ranks + 1 : op == Op::reduce_scatter ? 1 : ranks;
+    return c * ranks * downs * with_companion(wire_bytes(static_cast<double>(size) / (n * channels), p));
   }
   const int per_node = std::min(n, cluster.gpus_per_node()), nodes = n / per_node;
-  // NVLS-tree: every GPU of every node once, and each tree edge's two ends once each.
-  if (algo == "nvls_tree")
-    return c * static_cast<Bytes>(per_node) * static_cast<Bytes>(nodes * per_node + 2 * (nodes - 1)) *
-           wire_bytes(static_cast<double>(size) / (per_node * channels), p);
+  // NVLS-tree: every node's GPUs as NVLS lands them (per_node + 1, with its companion), and each tree
+  // edge's two ends once each.
+  if (algo == "nvls_tree") {
+    const Bytes w = wire_bytes(static_cast<double>(size) / (per_node * channels), p);
+    const auto g = static_cast<Bytes>(per_node), m = static_cast<Bytes>(nodes);
+    return c * g * (m * (g + 1) * with_companion(w) + 2 * (m - 1) * w);
+  }
   // Steps: every rank receives one message a step.
   auto steps = [&](const std::vector<double>& bytes) {
     Bytes total = 0;

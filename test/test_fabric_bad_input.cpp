@@ -75,3 +75,13 @@ TEST_CASE("a dragonfly with more groups than its global links can join is named 
   expect_error("scenarios/clusters/dragonfly-h100.yaml", "groups: 9", "groups: 10", "groups: 10", "fabric.groups",
                "expected at most routers_per_group x global_links + 1 = 9 groups, got 10");
 }
+
+TEST_CASE("a two-level NVSwitch whose domain size does not divide the node is named at second_level.domain_gpus") {
+  const std::string nvl576 = "scenarios/clusters/gb200-nvl576.yaml";
+  expect_error(nvl576, "domain_gpus: 72,", "domain_gpus: 100,", "domain_gpus: 100", "node.scale_up.second_level.domain_gpus",
+               "expected a number of GPUs that divides node.gpus (576) into two or more first-level domains, got 100");
+  expect_error(nvl576, "oversubscription: 1}", "oversubscription: 0}", "domain_gpus: 72",
+               "node.scale_up.second_level.oversubscription", "expected");
+  expect_error(nvl576, "second_level: {domain_gpus: 72,", "second_level: {domains: 8, domain_gpus: 72,", "domain_gpus: 72",
+               "node.scale_up.second_level.domains", "unknown key (expected one of: domain_gpus, oversubscription)");
+}

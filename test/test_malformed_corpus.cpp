@@ -625,6 +625,13 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {bench + "--repeat many", cl, "--repeat", "expected an integer from 1 to 1000"},
       {bench + "--size 0", cl, "--size", "expected a size from 1 byte to 1024G"},
       {bench + "--algo warp", cl, "--algo", "expected an all-reduce algorithm"},
+      {bench + "--op broadcast", cl, "--op", "expected all_reduce, all_gather or reduce_scatter; got 'broadcast'"},
+      {bench + "--all-to-all --op all_gather", cl, "--op", "expected no --op with --all-to-all"},
+      {bench + "--op all_gather --algo tree", cl, "--algo", "expected an all_gather algorithm: ring"},
+      {"bench --cluster " + cluster + " --one-gpu-per-node --gpus 128", cluster, "--gpus",
+       "expected 2 to 127 nodes (--one-gpu-per-node), got 128"},
+      {"bench --cluster " + cluster + " --op all_gather --algo pat --gpus 16", cluster, "--algo",
+       "pat needs one GPU per node"},
       {"bench --goodput " + scenario + " --trials 0", cl, "--trials", "expected an integer from 1 to 10000000, got 0"},
       // goodput
       {"goodput --days 1", cl, "scenario", "missing: expected this argument"},

@@ -77,13 +77,26 @@ namespace {
 void build_node(Cluster& c, int node) {
   const NodeSpec& n = c.spec.node;
   const std::string prefix = "n" + std::to_string(node) + ".";
-  int nvswitch = -1;
-  if (n.scale_up == ScaleUp::nvswitch) nvswitch = c.add_vertex(VertexKind::nvswitch, 0, node, prefix + "nvswitch");
+  // One NVSwitch per node, or (second_level) one per first-level domain and one above them, whose
+  // links to each domain carry the domain's GPUs' bandwidth over the oversubscription.
+  std::vector<int> nvswitch;
+  if (n.scale_up == ScaleUp::nvswitch && n.scale_up_domain_gpus == 0)
+    nvswitch.push_back(c.add_vertex(VertexKind::nvswitch, 0, node, prefix + "nvswitch"));
+  if (n.scale_up == ScaleUp::nvswitch && n.scale_up_domain_gpus > 0) {
+    const int top = c.add_vertex(VertexKind::nvswitch, 0, node, prefix + "nvswitch-l2");
+    LinkSpec uplink = n.scale_up_link;
+    uplink.bandwidth_Bps *= n.scale_up_domain_gpus / n.scale_up_oversubscription;
+    for (int d = 0; d < n.gpus / n.scale_up_domain_gpus; ++d) {
+      nvswitch.push_back(c.add_vertex(VertexKind::nvswitch, 0, node, prefix + "nvswitch" + std::to_string(d)));
+      c.scale_up_uplink.push_back(c.add_link(nvswitch.back(), top, uplink));
+    }
+  }
   const int first_gpu = static_cast<int>(c.gpu_vertex.size());
   for (int g = 0; g < n.gpus; ++g) {
     int v = c.add_vertex(VertexKind::gpu, 0, node, prefix + "gpu" + std::to_string(g));
     c.gpu_vertex.push_back(v);
-    if (nvswitch >= 0) c.gpu_switch_link.push_back(c.add_link(v, nvswitch, n.scale_up_link));
+    const int domain = n.scale_up_domain_gpus > 0 ? g / n.scale_up_domain_gpus : 0;
+    if (!nvswitch.empty()) c.gpu_switch_link.push_back(c.add_link(v, nvswitch[static_cast<std::size_t>(domain)], n.scale_up_link));
   }
   if (n.scale_up == ScaleUp::full_mesh) {
     // One link per unordered pair; both (i, j) and (j, i) index it.

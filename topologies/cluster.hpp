@@ -59,7 +59,9 @@ struct Cluster {
   std::vector<Link> links;
 
   std::vector<int> gpu_vertex;         // GPU id (node*gpus_per_node + local) -> vertex
-  std::vector<LinkId> gpu_switch_link; // nvswitch nodes: GPU <-> NVSwitch
+  std::vector<LinkId> gpu_switch_link; // nvswitch nodes: GPU <-> NVSwitch (its first-level one)
+  /// Two-level NVSwitch nodes: per (node, domain), node-major, first-level switch <-> second-level.
+  std::vector<LinkId> scale_up_uplink;
   std::vector<LinkId> mesh_link;       // full-mesh nodes: [node][i][j] flattened, i != j
   std::vector<int> nic_vertex;         // NIC id (node*nics_per_node + local) -> vertex
   std::vector<LinkId> nic_pcie_link;   // NIC <-> the GPU it sits next to
@@ -82,6 +84,16 @@ struct Cluster {
   int gpu_count() const { return static_cast<int>(gpu_vertex.size()); }
   int node_of_gpu(int gpu) const { return gpu / gpus_per_node(); }
   int local_of_gpu(int gpu) const { return gpu % gpus_per_node(); }
+  /// Two-level NVSwitch: first-level domains per node (1 where there is one NVSwitch level).
+  int scale_up_domains() const { return spec.node.scale_up_domain_gpus > 0 ? spec.node.gpus / spec.node.scale_up_domain_gpus : 1; }
+  /// The first-level domain of a GPU within its node (0 on one level).
+  int scale_up_domain_of_gpu(int gpu) const {
+    return spec.node.scale_up_domain_gpus > 0 ? local_of_gpu(gpu) / spec.node.scale_up_domain_gpus : 0;
+  }
+  /// Two-level NVSwitch: the uplink of a GPU's first-level switch.
+  LinkId scale_up_uplink_of_gpu(int gpu) const {
+    return scale_up_uplink[static_cast<std::size_t>(node_of_gpu(gpu) * scale_up_domains() + scale_up_domain_of_gpu(gpu))];
+  }
   /// The NIC a GPU uses by default: one sitting next to it, else the NIC with index local % nics.
   int nic_of_gpu(int gpu) const;
   /// The GPU a NIC sits next to.

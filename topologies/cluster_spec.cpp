@@ -61,7 +61,7 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
   node.gpus = read_count(f.child("gpus"), kMaxGpusPerNode, "GPUs");
 
   YamlField up = f.child("scale_up");
-  up.expect_keys({"topology", "link_type", "bandwidth_GBps", "latency_us", "nvls"});
+  up.expect_keys({"topology", "link_type", "bandwidth_GBps", "latency_us", "nvls", "second_level"});
   node.scale_up = up.child("topology").as_choice({"nvswitch", "full_mesh"}) == "nvswitch" ? ScaleUp::nvswitch
                                                                                            : ScaleUp::full_mesh;
   node.scale_up_link = read_link(up, spec, "bandwidth_GBps");
@@ -71,6 +71,19 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
     node.nvls = nvls->as_bool();
     if (node.nvls && node.scale_up != ScaleUp::nvswitch)
       nvls->fail("expected false or no nvls on a full_mesh scale-up (NVLink SHARP reduces inside an NVSwitch)");
+  }
+  // A scale-up domain of several NVSwitch domains (NVL576-style): GPUs on first-level switches,
+  // those on one second-level switch per node.
+  if (auto second = up.find("second_level")) {
+    second->expect_keys({"domain_gpus", "oversubscription"});
+    if (node.scale_up != ScaleUp::nvswitch)
+      second->fail("expected no second_level on a full_mesh scale-up (it joins NVSwitch domains)");
+    const YamlField domain = second->child("domain_gpus");
+    node.scale_up_domain_gpus = static_cast<int>(domain.as_integer_in(2, kMaxGpusPerNode, "GPUs"));
+    if (node.scale_up_domain_gpus >= node.gpus || node.gpus % node.scale_up_domain_gpus != 0)
+      domain.fail("expected a number of GPUs that divides node.gpus (" + std::to_string(node.gpus) +
+                  ") into two or more first-level domains, got " + std::to_string(node.scale_up_domain_gpus));
+    if (auto o = second->find("oversubscription")) node.scale_up_oversubscription = o->as_number_in(1, 1000, "down:up");
   }
   if (node.scale_up == ScaleUp::full_mesh && node.gpus > kMaxFullMeshGpus)
     f.child("gpus").fail("expected at most " + std::to_string(kMaxFullMeshGpus) + " GPUs in a full_mesh node (one link per pair), got " +

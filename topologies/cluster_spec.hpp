@@ -31,6 +31,10 @@ struct NodeSpec {
   ScaleUp scale_up = ScaleUp::nvswitch;
   LinkSpec scale_up_link;      // nvswitch: per GPU per direction; full_mesh: per GPU pair per direction
   bool nvls = false;           // the NVSwitch reduces and multicasts in the switch (NVLink SHARP, NVSwitch gen 3+)
+  /// Two-level NVSwitch (NVL576-style): GPUs per first-level domain, each domain's switch joined to
+  /// one second-level switch; 0: one NVSwitch for the whole node.
+  int scale_up_domain_gpus = 0;
+  double scale_up_oversubscription = 1.0;  // a first-level switch's GPU bandwidth over its uplink's
   int nics = 0;
   int nic_ports = 1;           // ports per NIC, each its own link at nic_link's rate (multi_plane wires them to planes)
   LinkSpec nic_link;           // NIC port <-> first switch

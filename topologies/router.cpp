@@ -60,6 +60,10 @@ void Router::append_scale_up(int src_gpu, int dst_gpu, Route& into) const {
   if (src_gpu == dst_gpu) return;
   if (cluster_.spec.node.scale_up == ScaleUp::nvswitch) {
     into.append(cluster_, forward(cluster_.gpu_switch_link[src_gpu]));   // GPU -> NVSwitch
+    if (cluster_.scale_up_domain_of_gpu(src_gpu) != cluster_.scale_up_domain_of_gpu(dst_gpu)) {
+      into.append(cluster_, forward(cluster_.scale_up_uplink_of_gpu(src_gpu)));   // -> second-level NVSwitch
+      into.append(cluster_, backward(cluster_.scale_up_uplink_of_gpu(dst_gpu)));  // -> the other domain's
+    }
     into.append(cluster_, backward(cluster_.gpu_switch_link[dst_gpu]));  // NVSwitch -> GPU
     return;
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <iostream>
 #include <sstream>
 
@@ -30,10 +31,10 @@ namespace clustersim::cli {
 
 namespace {
 
-std::string all_reduce_algorithms() {
+std::string algorithms_of(Op op) {
   std::string out;
   for (const Algorithm* a : all_algorithms())
-    if (a->supports(Op::all_reduce)) out += (out.empty() ? "" : ", ") + a->name();
+    if (a->supports(op)) out += (out.empty() ? "" : ", ") + a->name();
   return out;
 }
 
@@ -45,6 +46,9 @@ struct BenchOptions {
   std::vector<std::string> gpus{"256", "1024", "4096"};
   std::string size;  // 1G all-reduce, 64M all-to-all
   std::string algo;  // ring all-reduce, direct all-to-all
+  std::string op = "all_reduce";  // without --all-to-all: all_reduce, all_gather or reduce_scatter
+  Op collective_op = Op::all_reduce;
+  bool one_gpu_per_node = false;  // ranks: the first GPU of each of --gpus nodes (PAT's setting)
   std::string repeat = "5";
   bool all_to_all = false;
   std::vector<std::string> routings{"uniform", "skewed"};
@@ -92,6 +96,13 @@ std::vector<std::vector<double>> skewed_bytes(int gpus, Bytes size) {
   return bytes;
 }
 
+/// GPUs 0..n-1, or the first GPU of each of n nodes.
+std::vector<int> bench_ranks(const Cluster& cluster, int n, bool one_gpu_per_node) {
+  std::vector<int> ranks;
+  for (int g = 0; g < n; ++g) ranks.push_back(one_gpu_per_node ? g * cluster.gpus_per_node() : g);
+  return ranks;
+}
+
 Measurement measure(const BenchOptions& o, int gpus, Bytes size, const std::string& routing) {
   Measurement m;
   auto t0 = std::chrono::steady_clock::now();
@@ -100,8 +111,8 @@ Measurement measure(const BenchOptions& o, int gpus, Bytes size, const std::stri
   FabricEngine engine(cluster);
   m.setup_s = seconds_since(t0);
   CollectiveRequest req;
-  req.op = o.all_to_all ? Op::all_to_all : Op::all_reduce;
-  for (int g = 0; g < gpus; ++g) req.ranks.push_back(g);
+  req.op = o.all_to_all ? Op::all_to_all : o.collective_op;
+  req.ranks = bench_ranks(cluster, gpus, o.one_gpu_per_node);
   req.size_bytes = size;
   req.channels = 2 * cluster.nics_per_node();
   req.protocol = *find_protocol("Simple");
@@ -193,6 +204,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--algo", o->algo, "all-reduce algorithm (ring), or all-to-all algorithm (direct)");
   cmd->add_option("--repeat", o->repeat, "runs per case; the median is reported (5)");
   cmd->add_flag("--all-to-all", o->all_to_all, "time an all-to-all instead of an all-reduce");
+  cmd->add_option("--op", o->op, "the collective when not --all-to-all: all_reduce (default), all_gather or reduce_scatter");
+  cmd->add_flag("--one-gpu-per-node", o->one_gpu_per_node, "rank k is the first GPU of node k (PAT's setting); --gpus counts nodes");
   cmd->add_option("--routing", o->routings, "all-to-all traffic: uniform, skewed (both)")->delimiter(',');
   cmd->add_flag("--per-pair", o->per_pair, "all-to-all as one flow per pair instead of summed per link");
   cmd->add_option("--scenarios", o->scenarios, "time one training iteration of each scenario instead")->delimiter(',');
@@ -219,7 +232,13 @@ void add_bench_command(CLI::App& app) {
     if (!o->scenarios.empty()) return bench_scenarios(o->scenarios, parse_fold(o->fold));
     if (o->cluster == kDefaultCluster) o->cluster = shipped_file(kDefaultCluster);  // from any directory
     if (o->fabric_only) return bench_fabric(o->cluster);
-    const Op op = o->all_to_all ? Op::all_to_all : Op::all_reduce;
+    const std::optional<Op> parsed = parse_op(o->op);
+    if (!parsed || (*parsed != Op::all_reduce && *parsed != Op::all_gather && *parsed != Op::reduce_scatter))
+      throw UserError("command line", 0, "--op", "expected all_reduce, all_gather or reduce_scatter; got '" + o->op + "'");
+    if (o->all_to_all && o->op != "all_reduce")
+      throw UserError("command line", 0, "--op", "expected no --op with --all-to-all (it times an all-to-all)");
+    o->collective_op = *parsed;
+    const Op op = o->all_to_all ? Op::all_to_all : o->collective_op;
     if (o->size.empty()) o->size = o->all_to_all ? "64M" : "1G";
     if (o->algo.empty()) o->algo = o->all_to_all ? "direct" : "ring";
     const Bytes size = parse_size(o->size, "--size");
@@ -229,8 +248,10 @@ void add_bench_command(CLI::App& app) {
     std::vector<int> counts;
     for (const std::string& g : o->gpus) {
       const long n = parse_integer(g, "--gpus", 1, std::numeric_limits<int>::max());
-      if (n < 2 || n > probe.gpu_count())
-        throw UserError(o->cluster, 0, "--gpus", fmt::format("expected 2 to {} GPUs, got {}", probe.gpu_count(), n));
+      const long most = o->one_gpu_per_node ? probe.nodes() : probe.gpu_count();
+      if (n < 2 || n > most)
+        throw UserError(o->cluster, 0, "--gpus",
+                        fmt::format("expected 2 to {} {}, got {}", most, o->one_gpu_per_node ? "nodes (--one-gpu-per-node)" : "GPUs", n));
       if (o->all_to_all && n > max_all_to_all_ranks())
         throw UserError("command line", 0, "--gpus",
                         fmt::format("expected at most {} GPUs for an all-to-all, got {}", max_all_to_all_ranks(), n));
@@ -242,12 +263,12 @@ void add_bench_command(CLI::App& app) {
     if (!a || !a->supports(op))
       throw UserError("command line", 0, "--algo",
                       o->all_to_all ? "expected an all-to-all algorithm: direct or pxn"
-                                    : "expected an all-reduce algorithm: " + all_reduce_algorithms());
+                                    : fmt::format("expected an {} algorithm: {}", op == Op::all_reduce ? "all-reduce" : to_string(op), algorithms_of(op)));
     for (int n : counts) {
       CollectiveRequest probe_request;
       probe_request.op = op;
       if (!o->all_to_all)  // all-to-alls take any group; all-reduces may not (nvls_tree, hierarchical)
-        for (int g = 0; g < n; ++g) probe_request.ranks.push_back(g);
+        probe_request.ranks = bench_ranks(probe, n, o->one_gpu_per_node);
       probe_request.protocol = *find_protocol("Simple");
       if (auto why = a->not_applicable(probe, probe_request)) throw UserError(o->cluster, 0, "--algo", *why);
     }
@@ -262,6 +283,7 @@ void add_bench_command(CLI::App& app) {
     nlohmann::ordered_json j = json_document("bench", {{"cluster", probe.spec.name},
                                                        {"cluster_file", o->cluster},
                                                        {"op", to_string(op)},
+                                                       {"one_gpu_per_node", o->one_gpu_per_node},
                                                        {"algorithm", o->algo},
                                                        {"size_bytes", size},
                                                        {"repeat", repeat},
@@ -274,9 +296,11 @@ void add_bench_command(CLI::App& app) {
                                o->algo, size, probe.spec.name, probe.gpu_count(),
                                o->per_pair ? "one flow per pair" : "summed per link", repeat);
     else
-      table << fmt::format("# clustersim bench: {} all-reduce of {} B on {} ({} GPUs), {} channels, "
+      table << fmt::format("# clustersim bench: {} {} of {} B on {} ({} GPUs{}), {} channels, "
                                "median of {} runs\n",
-                               o->algo, size, probe.spec.name, probe.gpu_count(), 2 * probe.nics_per_node(), repeat);
+                               o->algo, to_string(op), size, probe.spec.name, probe.gpu_count(),
+                               o->one_gpu_per_node ? "; one GPU of each node, --gpus counts nodes" : "",
+                               2 * probe.nics_per_node(), repeat);
     table << fmt::format("# {:>6} {:>8} {:>8} {:>10} {:>10} {:>12} {:>8} {:>10} {:>14} {:>12}\n", "gpus",
                              "traffic", "flows", "link-hops", "setup(s)", "simulate(s)", "cpu(s)", "peak(MiB)",
                              "simulated(ms)", "busbw(GB/s)");
