@@ -20,7 +20,7 @@ test: build
 
 bench: build
 	./$(BUILD)/simulator/clustersim bench
-	./$(BUILD)/simulator/clustersim bench --all-to-all --gpus 64,128,1024,4096
+	./$(BUILD)/simulator/clustersim bench --all-to-all --gpu-counts 64,128,1024,4096
 	./$(BUILD)/simulator/clustersim bench --scenarios scenarios/gpt3-175b-a100-1024.yaml,scenarios/validation/narayanan-1t.yaml,scenarios/llama3-70b-h100-16k.yaml,scenarios/deepseek-v3-h800-2048.yaml,scenarios/llama3-405b-h100-16k-cp16.yaml
 	./$(BUILD)/simulator/clustersim bench --search scenarios/gpt3-175b-a100-1024.yaml,scenarios/validation/narayanan-1.7b.yaml,scenarios/llama3-70b-h100-1024.yaml
 	./$(BUILD)/simulator/clustersim bench --sweep scenarios/validation/narayanan-1.7b.yaml

@@ -23,7 +23,7 @@ namespace {
 struct ServeOptions {
   std::string serving;
   std::vector<std::string> overrides;
-  std::string json, csv, trace;
+  std::string json, csv, trace, catalog;
 };
 
 nlohmann::ordered_json latency_json(const LatencySummary& l) {
@@ -149,9 +149,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--set", o->overrides, "override a field: --set serving.requests.rate_per_s=20 (repeatable)");
   cmd->add_option("--json", o->json, "write the summary, series and per-request rows as JSON (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--csv", o->csv, "write the per-request rows as CSV, JSON's field names (- or /dev/stdout: to stdout)");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--trace", o->trace, "write each replica's iterations as a Chrome/Perfetto trace (gzip when FILE ends .json.gz)");
   cmd->callback([o] {
     check_input_path(o->serving, "serving");
+    if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     const ServingSpec s = named_by("serving", o->serving, [&] { return load_serving(o->serving, o->overrides); });
     if (!o->json.empty()) check_json_path(o->json);
     check_csv_path(o->csv, o->json);
@@ -165,41 +167,6 @@ void add_serve_command(CLI::App& app) {
     if (!o->csv.empty()) write_csv(o->csv, request_rows(r));
     if (table_to_stdout(o->json, o->csv)) print_report(s, r, m);
   });
-}
-
-void bench_serve(long repeat) {
-  // Issue 19's targets: one hour at 10 requests/s on one 8-GPU replica (<= 10 s on one core), and
-  // 1,000 replicas for ten simulated minutes (<= 5 min).
-  struct Case {
-    const char* what;
-    const char* file;
-    std::vector<std::string> sets;
-  };
-  const std::vector<Case> cases = {
-      {"1 replica x 8 GPUs, 1 h at 10 req/s", "scenarios/serving/llama3-70b-h100-tp8.yaml",
-       {"serving.requests.rate_per_s=10", "serving.requests.duration_s=3600"}},
-      {"1000 replicas x 8 GPUs, 10 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet.yaml", {}}};
-  std::cout << fmt::format("# clustersim bench --serve: median of {} runs; cpu is one core's\n", repeat);
-  std::cout << fmt::format("# {:<48} {:>10} {:>10} {:>12} {:>12}\n", "case", "wall(s)", "cpu(s)", "requests", "iterations");
-  for (const Case& c : cases) {
-    const std::string file = shipped_file(c.file);
-    check_input_path(file, "--serve");
-    const ServingSpec s = named_by("--serve", file, [&] { return load_serving(file, c.sets); });
-    std::vector<double> wall, cpu;
-    std::size_t requests = 0;
-    long iterations = 0;
-    for (long k = 0; k < repeat; ++k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const double c0 = cpu_seconds();
-      const ServeResult r = simulate_serving(s);
-      wall.push_back(seconds_since(t0));
-      cpu.push_back(cpu_seconds() - c0);
-      requests = r.requests.size();
-      iterations = r.iterations;
-    }
-    std::cout << fmt::format("  {:<48} {:>10.3f} {:>10.3f} {:>12} {:>12}\n", c.what, nearest_rank(wall, 50), nearest_rank(cpu, 50),
-                             requests, iterations);
-  }
 }
 
 }  // namespace clustersim::cli
