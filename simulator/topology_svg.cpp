@@ -184,7 +184,7 @@ std::string topology_svg(const Cluster& cluster, PictureLevel level) {
     double lx = 0, ly = 0;
     if (low.y == high.y) {  // same row: an arc above, higher the farther apart, within the room left for it
       const double top = low.y, mid = (low.x + high.x) / 2;
-      const double rise = std::min(2 * (kArcRoomPx - 6), 24 + 0.1 * std::abs(high.x - low.x));  // the curve peaks at half
+      const double rise = std::min(2 * (kArcRoomPx - 8), 24 + 0.1 * std::abs(high.x - low.x));  // the curve peaks at half
       out += fmt::format("<path d=\"M {} {} Q {} {} {} {}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"><title>{}</title></path>\n",
                          px(low.x), px(top), px(mid), px(top - rise), px(high.x), px(top), e.colour, px(width_px), xml_escape(e.label));
       lx = mid, ly = top - rise / 2 - 2;

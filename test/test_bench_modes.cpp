@@ -16,7 +16,7 @@ using clustersim::test::source_path;
 
 namespace {
 
-const std::string kA100 = source_path("scenarios/clusters/dgx-a100-superpod.yaml");  // 140 nodes of 8 A100s
+const std::string kA100 = source_path("scenarios/clusters/dgx-a100-superpod.yaml");  // 384 nodes of 8 A100s
 const std::string kSmall = source_path("scenarios/validation/korthikanti-22b-full.yaml");  // 8 A100s, < 1 s
 const std::string kGoodput = source_path("scenarios/llama3-405b-h100-16k-goodput.yaml");
 
@@ -47,13 +47,13 @@ std::pair<std::string, std::size_t> bench_csv(const std::string& args) {
 TEST_CASE("bench --fabric-only writes its row as JSON and CSV, and builds the cluster --set gives", "[bench]") {
   const auto j = bench_json("--fabric-only --cluster " + kA100, "fabric");
   REQUIRE(j.at("rows").size() == 1);
-  CHECK(j.at("rows")[0].at("gpus") == 140 * 8);
+  CHECK(j.at("rows")[0].at("gpus") == 384 * 8);
   // Two routes per GPU (test_fabric_multi_plane's count): to the next node and across the cluster.
-  CHECK(j.at("rows")[0].at("routes") == 2 * 140 * 8);
-  // --set cluster.fabric.nodes: the fabric built is the one set, 32 nodes of 8.
-  const auto small = bench_json("--fabric-only --cluster " + kA100 + " --set cluster.fabric.nodes=32", "fabric");
-  CHECK(small.at("rows")[0].at("gpus") == 32 * 8);
-  CHECK(small.at("config").at("cluster_overrides") == nlohmann::json::array({"cluster.fabric.nodes=32"}));
+  CHECK(j.at("rows")[0].at("routes") == 2 * 384 * 8);
+  // --set cluster.fabric.nodes: the fabric built is the one set, 2 units of 20 nodes of 8.
+  const auto small = bench_json("--fabric-only --cluster " + kA100 + " --set cluster.fabric.nodes=40", "fabric");
+  CHECK(small.at("rows")[0].at("gpus") == 40 * 8);
+  CHECK(small.at("config").at("cluster_overrides") == nlohmann::json::array({"cluster.fabric.nodes=40"}));
   const auto [header, lines] = bench_csv("--fabric-only --cluster " + kA100);
   CHECK(header.rfind("cluster,fabric,routing,gpus,switches,links,build_s", 0) == 0);
   CHECK(lines == 2);
