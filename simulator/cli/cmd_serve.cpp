@@ -23,7 +23,7 @@ namespace {
 struct ServeOptions {
   std::string serving;
   std::vector<std::string> overrides;
-  std::string json, csv, trace, catalog;
+  std::string json, csv, trace;
 };
 
 nlohmann::ordered_json latency_json(const LatencySummary& l) {
@@ -149,11 +149,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--set", o->overrides, "override a field: --set serving.requests.rate_per_s=20 (repeatable)");
   cmd->add_option("--json", o->json, "write the summary, series and per-request rows as JSON (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--csv", o->csv, "write the per-request rows as CSV, JSON's field names (- or /dev/stdout: to stdout)");
-  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--trace", o->trace, "write each replica's iterations as a Chrome/Perfetto trace (gzip when FILE ends .json.gz)");
   cmd->callback([o] {
     check_input_path(o->serving, "serving");
-    if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     const ServingSpec s = named_by("serving", o->serving, [&] { return load_serving(o->serving, o->overrides); });
     if (!o->json.empty()) check_json_path(o->json);
     check_csv_path(o->csv, o->json);
