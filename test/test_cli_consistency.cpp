@@ -207,7 +207,7 @@ TEST_CASE("the shared options are on every command where they make sense, spelt 
   }
 }
 
-TEST_CASE("--gpus is one GPU count on every command that takes it: a list is an error naming --gpus", "[cli]") {
+TEST_CASE("every command that takes --gpus takes one GPU count: a list is an error naming --gpus", "[cli]") {
   for (const std::string& command : {"collective --cluster " + kCluster, "search " + kScenario, "bench --cluster " + kCluster,
                                      "calibrate --cluster " + kCluster + " " + source_path("scenarios/calibration/all_reduce_perf-8gpu.synthetic.txt")}) {
     const auto r = run_cli(command + " --gpus 8,16");

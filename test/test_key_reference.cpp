@@ -162,7 +162,7 @@ struct Fixture {
 };
 
 const char* const kModelYaml =
-    "name: small-moe\nlayers: 4\nhidden: 1024\nheads: 16\nffn_hidden: 4096\nffn: swiglu\nmoe:\n  routed_experts: 8\n  top_k: 2\n"
+    "name: small-moe\nlayers: 4\nhidden: 1024\nheads: 16\nffn: swiglu\nmoe:\n  routed_experts: 8\n  top_k: 2\n"
     "  expert_ffn_hidden: 2048\nvocab: 32000\nseq_len: 4096\ntied_embeddings: false\n";
 
 Fixture make_fixture() {
@@ -249,7 +249,8 @@ const std::vector<std::pair<DefaultCheck, ModelRead>>& model_checks() {
   static const std::vector<std::pair<DefaultCheck, ModelRead>> checks{
       {{"kv_heads", "16", "4", {}}, [](const ModelSpec& m) { return std::to_string(m.kv_heads); }},  // default: heads (16)
       {{"moe.shared_experts", "", "1", {}}, [](const ModelSpec& m) { return std::to_string(m.moe->shared_experts); }},
-      {{"moe.dense_layers", "", "1", {}}, [](const ModelSpec& m) { return std::to_string(m.moe->dense_layers); }},
+      // Another value (1) needs a dense ffn_hidden, which the default forbids: only the default is compared.
+      {{"moe.dense_layers", "", "", {}}, [](const ModelSpec& m) { return std::to_string(m.moe->dense_layers); }},
       // dropless: no capacity factor at all.
       {{"moe.capacity_factor", "-", "1.25", {}},
        [](const ModelSpec& m) { return m.moe->capacity_factor ? std::to_string(*m.moe->capacity_factor) : std::string("dropless"); }},
@@ -265,7 +266,8 @@ const std::vector<std::pair<DefaultCheck, ClusterRead>>& cluster_checks() {
   auto b = [](bool v) { return std::string(v ? "true" : "false"); };
   static const std::vector<std::pair<DefaultCheck, ClusterRead>> checks{
       {{"node.scale_up.nvls", "", "true", {}}, [b](const ClusterSpec& c) { return b(c.node.nvls); }},
-      {{"node.nics.ports", "", "", {}},  // 2 needs a multi_plane fabric [](const ClusterSpec& c) { return std::to_string(c.node.nic_ports); }},
+      // Another value (2) needs a multi_plane fabric: only the default is compared.
+      {{"node.nics.ports", "", "", {}}, [](const ClusterSpec& c) { return std::to_string(c.node.nic_ports); }},
       {{"fabric.routing", "", "adaptive", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.routing)); }},
       {{"fabric.sharp", "", "true", {}}, [b](const ClusterSpec& c) { return b(c.fabric.sharp); }},
       {{"fabric.tiers[].oversubscription", "", "2", {}}, [](const ClusterSpec& c) { return std::to_string(c.fabric.tiers[0].oversubscription); }},
