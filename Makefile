@@ -20,7 +20,7 @@ test: build
 
 bench: build
 	./$(BUILD)/simulator/clustersim bench
-	./$(BUILD)/simulator/clustersim bench --all-to-all --gpus 64,128,1024,4096
+	./$(BUILD)/simulator/clustersim bench --all-to-all --gpu-counts 64,128,1024,4096
 	./$(BUILD)/simulator/clustersim bench --algo nvls_tree --gpus 16384 --repeat 3
 	./$(BUILD)/simulator/clustersim bench --cluster scenarios/clusters/dgx-h100-superpod-98k.yaml --op all_gather --algo pat --one-gpu-per-node --gpus 4096 --repeat 3
 	./$(BUILD)/simulator/clustersim bench --fabric-only --cluster scenarios/clusters/multi-plane-131k.yaml

@@ -284,10 +284,11 @@ std::string topology_section(const std::string& svg, const std::string& note) {
   return "<section id=\"topology\">\n<h2>Cluster</h2>\n<p class=\"note\">" + xml_escape(note) + "</p>\n" + svg + "</section>\n";
 }
 
-std::string report_html(const ReportPage& page) {
-  return report_document(page.title, summary_section(page) + timeline_section(page) + breakdown_section(page) +
-                                         memory_section(page) + links_section(page) +
-                                         (page.topology_svg.empty() ? "" : topology_section(page.topology_svg, page.topology_note)));
+std::string report_sections(const ReportPage& page) {
+  return summary_section(page) + timeline_section(page) + breakdown_section(page) + memory_section(page) + links_section(page) +
+         (page.topology_svg.empty() ? "" : topology_section(page.topology_svg, page.topology_note));
 }
+
+std::string report_html(const ReportPage& page) { return report_document(page.title, report_sections(page)); }
 
 }  // namespace clustersim

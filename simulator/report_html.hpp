@@ -62,6 +62,9 @@ ReportRun report_run(const RunReport& r, const std::string& name);
 
 /// The whole page.
 std::string report_html(const ReportPage& page);
+/// The page's sections without the document around them (search's report draws its fastest
+/// configuration with them).
+std::string report_sections(const ReportPage& page);
 
 // Pieces other reports share (collective's, report_collective.hpp).
 /// The page around its sections: head, the style sheet, the title.

@@ -16,6 +16,7 @@ namespace clustersim {
 namespace {
 
 constexpr double kBoxW = 170, kSlotW = 190, kLinePx = 12, kRowGapPx = 90, kTopPx = 34, kMarginPx = 20;
+constexpr double kArcRoomPx = 50;  // above a row whose boxes are joined to each other (a torus's, a dragonfly's)
 constexpr std::size_t kMaxRow = 12, kKeptEachSide = 5;
 constexpr std::size_t kMaxLabelledEdges = 24;  // beyond this, edge labels go to the legend only
 constexpr int kMaxBoxes = 40;                  // default_picture_level's bound
@@ -33,21 +34,6 @@ int rank_of(const PictureBox& b, PictureLevel level) {
   if (b.holds_nodes || b.kind == VertexKind::gpu) return 0;
   if (b.kind != VertexKind::fabric_switch) return 1;
   return b.tier + (level == PictureLevel::full ? 1 : 0);
-}
-
-/// What the rest of a long row are, for the box that stands for them.
-const char* plural_of(const PictureBox& b, PictureLevel level) {
-  if (b.holds_nodes) return level == PictureLevel::node ? "nodes" : level == PictureLevel::leaf ? "units" : "pods";
-  switch (b.kind) {
-    case VertexKind::gpu: return "GPUs";
-    case VertexKind::nvswitch: return "NVSwitches";
-    case VertexKind::nic: return "NICs";
-    case VertexKind::fabric_switch: break;
-  }
-  static const char* const groups[] = {"switch groups", "leaf groups", "spine groups", "core groups"};
-  static const char* const singles[] = {"switches", "leaves", "spines", "cores"};
-  const int tier = std::clamp(b.tier, 0, 3);
-  return b.single ? singles[tier] : groups[tier];
 }
 
 struct Placed {
@@ -120,7 +106,7 @@ std::string topology_svg(const Cluster& cluster, PictureLevel level) {
     Ellipsis e;
     e.row = r;
     e.count = static_cast<int>(rows[r].size() - 2 * kKeptEachSide);
-    e.plural = plural_of(picture.boxes[static_cast<std::size_t>(rows[r][0])], level);
+    e.plural = picture.boxes[static_cast<std::size_t>(rows[r][0])].plural;
     const std::string first = signature(rows[r][0]);
     for (int box : rows[r]) e.alike = e.alike && signature(box) == first;
     ellipses.push_back(e);
@@ -132,9 +118,19 @@ std::string topology_svg(const Cluster& cluster, PictureLevel level) {
   const double width = std::max(640.0, static_cast<double>(widest) * kSlotW + 2 * kMarginPx);
   std::vector<Placed> at(n);
   std::vector<Placed> ellipsis_at(rows.size());
+  // Rows with an edge inside them (direct networks: router to router) get room above for its arcs.
+  std::vector<int> row_of(n, 0);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    for (int box : rows[r]) row_of[static_cast<std::size_t>(box)] = static_cast<int>(r);
+  std::set<int> arced_rows;
+  for (const PictureEdge& e : picture.edges)
+    if (row_of[static_cast<std::size_t>(e.a)] == row_of[static_cast<std::size_t>(e.b)] && !elided[static_cast<std::size_t>(e.a)] &&
+        !elided[static_cast<std::size_t>(e.b)])
+      arced_rows.insert(row_of[static_cast<std::size_t>(e.a)]);
   double y = kTopPx;
   for (std::size_t r = rows.size(); r-- > 0;) {
     const auto& row = rows[r];
+    if (arced_rows.count(static_cast<int>(r))) y += kArcRoomPx;
     const bool long_row = row.size() > kMaxRow;
     const std::size_t slots = long_row ? 2 * kKeptEachSide + 1 : row.size();
     double row_h = 2 * kLinePx + 8;
@@ -186,11 +182,12 @@ std::string topology_svg(const Cluster& cluster, PictureLevel level) {
     const Placed& low = a.y > b.y ? a : b;
     const Placed& high = a.y > b.y ? b : a;
     double lx = 0, ly = 0;
-    if (low.y == high.y) {  // same row: an arc above
+    if (low.y == high.y) {  // same row: an arc above, higher the farther apart, within the room left for it
       const double top = low.y, mid = (low.x + high.x) / 2;
+      const double rise = std::min(2 * (kArcRoomPx - 8), 24 + 0.1 * std::abs(high.x - low.x));  // the curve peaks at half
       out += fmt::format("<path d=\"M {} {} Q {} {} {} {}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"><title>{}</title></path>\n",
-                         px(low.x), px(top), px(mid), px(top - 40), px(high.x), px(top), e.colour, px(width_px), xml_escape(e.label));
-      lx = mid, ly = top - 22;
+                         px(low.x), px(top), px(mid), px(top - rise), px(high.x), px(top), e.colour, px(width_px), xml_escape(e.label));
+      lx = mid, ly = top - rise / 2 - 2;
     } else {
       const double x1 = low.x, y1 = low.y, x2 = high.x, y2 = high.y + high.h;
       out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\"><title>{}</title></line>\n",

@@ -178,3 +178,41 @@ TEST_CASE("validate, bench and list find the shipped scenarios from any director
     CHECK_THAT(r.stdout_text, Contains("GPUs (") && Contains("A100-SXM-80GB"));
   }
 }
+
+TEST_CASE("the shared options are on every command where they make sense, spelt alike", "[cli]") {
+  // Commands that read a scenario: --set, --catalog, --json, --csv (serve: --set, --json, --csv); those that
+  // read a cluster alone: --cluster, --set, --json, --csv; the rest --json and --csv. -q and -v are
+  // every command's (main.cpp) and are checked by test_csv_quiet_verbose.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands{
+      {"run", {"--set", "--catalog", "--json", "--csv", "--report"}},
+      {"compare", {"--set", "--catalog", "--json", "--csv", "--report"}},
+      {"search", {"--set", "--catalog", "--json", "--csv", "--report", "--gpus"}},
+      {"sweep", {"--set", "--catalog", "--json", "--csv", "--report"}},
+      {"goodput", {"--set", "--catalog", "--json", "--csv"}},
+      {"serve", {"--set", "--json", "--csv"}},  // its serving file names its cluster; no --catalog yet
+      {"collective", {"--cluster", "--set", "--json", "--csv", "--report", "--gpus"}},
+      {"topology", {"--cluster", "--set", "--json", "--csv", "--report"}},
+      {"calibrate", {"--cluster", "--set", "--json", "--csv", "--gpus"}},
+      {"bench", {"--cluster", "--set", "--json", "--csv", "--gpus"}},
+      {"validate", {"--json", "--csv"}},
+      {"list", {"--catalog", "--json", "--csv"}},
+      {"schema", {"--json", "--csv"}}};
+  for (const auto& [command, options] : commands) {
+    const auto r = run_cli(command + " --help");
+    REQUIRE(r.exit_code == 0);
+    for (const std::string& option : options) {
+      INFO(command << " " << option);
+      CHECK(std::regex_search(r.stdout_text, std::regex("[\\s,]" + option + "[ ,=]")));
+    }
+  }
+}
+
+TEST_CASE("every command that takes --gpus takes one GPU count: a list is an error naming --gpus", "[cli]") {
+  for (const std::string& command : {"collective --cluster " + kCluster, "search " + kScenario, "bench --cluster " + kCluster,
+                                     "calibrate --cluster " + kCluster + " " + source_path("scenarios/calibration/all_reduce_perf-8gpu.synthetic.txt")}) {
+    const auto r = run_cli(command + " --gpus 8,16");
+    INFO(command << ": " << r.stderr_text);
+    CHECK(r.exit_code == 2);
+    CHECK(r.stderr_text.rfind("error: command line: --gpus: expected ", 0) == 0);
+  }
+}

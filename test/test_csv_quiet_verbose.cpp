@@ -114,9 +114,6 @@ TEST_CASE("a --csv and --json both to stdout, or --csv to a folder that does not
   r = run_cli("collective --cluster " + kA100 + " --gpus 8 -b 1M -e 1M --csv /no/such/folder/x.csv");
   CHECK(r.exit_code == 2);
   CHECK(r.stderr_text == "error: /no/such/folder/x.csv: --csv: cannot write: the directory '/no/such/folder' does not exist\n");
-  r = run_cli("bench --fabric-only --cluster " + kA100 + " --csv -");
-  CHECK(r.exit_code == 2);
-  CHECK(r.stderr_text == "error: command line: --csv: expected the collective bench: --scenarios, --fabric-only, --search, --sweep, --goodput and --serve print text only\n");
 }
 
 TEST_CASE("quiet (-q) leaves the text report out of stdout and still writes the files", "[cli]") {

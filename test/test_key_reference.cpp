@@ -4,12 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
 #include <string>
 
 #include "support.hpp"
+#include "topologies/cluster_overrides.hpp"
 #include "topologies/cluster_spec.hpp"
 #include "topologies/yaml_keys_observer.hpp"
 #include "topologies/yaml_reader.hpp"
@@ -126,4 +129,243 @@ TEST_CASE("scenarios/README.md's key reference is clustersim schema --markdown, 
   REQUIRE(from != std::string::npos);
   REQUIRE(to != std::string::npos);
   CHECK(readme.substr(from + begin.size(), to - from - begin.size()) == r.stdout_text);
+}
+
+// ----- defaults and units -----
+
+namespace {
+
+/// A default the reference writes as one word or number ("1", "false", "p2p", "heads"), not a
+/// sentence ("one of tp, pp, dp may be left out") or "none" (an absent optional).
+bool scalar_default(const KeyReference& k) {
+  return std::regex_match(k.default_value, std::regex(R"([A-Za-z0-9_.\-]+)")) && std::string(k.default_value) != "none";
+}
+
+/// How the test sees one key: what the loader made of it (`read`: any text that changes with the
+/// key's value), the value written to mean the documented default (itself, or for a default that
+/// names another key, that key's value in the base file), another value, and what the key needs
+/// beside it (e.g. a lognormal distribution for `median`).
+struct DefaultCheck {
+  std::string key;
+  std::string as_written;  // "": the documented default itself
+  std::string other;       // "": the key takes only its default (moe.dropless: true)
+  std::vector<std::string> context;
+  std::vector<std::string> other_context = {};  // what only the other value needs (scenario keys)
+  // A scenario key --set cannot reach: YAML appended to the scenario, "@" standing for "LEAF: VALUE, "
+  // (nothing when the key is left out).
+  std::string yaml = "";
+};
+
+/// The scenario files the checks load: a small MoE job (Mixtral-like, 4 layers) on 32 GPUs of the
+/// SuperPOD, with its catalog beside it, so every scenario key has something to act on.
+struct Fixture {
+  std::string dir, scenario, model, cluster;
+};
+
+const char* const kModelYaml =
+    "name: small-moe\nlayers: 4\nhidden: 1024\nheads: 16\nffn: swiglu\nmoe:\n  routed_experts: 8\n  top_k: 2\n"
+    "  expert_ffn_hidden: 2048\nvocab: 32000\nseq_len: 4096\ntied_embeddings: false\n";
+
+Fixture make_fixture() {
+  Fixture f;
+  f.dir = test::temp_file("", ".defaults");
+  std::filesystem::remove(f.dir);
+  std::filesystem::create_directories(f.dir);
+  std::string cluster = test::read_file(test::source_path("scenarios/clusters/dgx-h100-superpod.yaml"));
+  // The keys under test left to their defaults: no nvls, no tier-0 oversubscription; and a storage
+  // section for storage.read_GBps.
+  cluster = test::replaced_all(cluster, ", nvls: true", "", "cluster");
+  cluster = test::replaced_all(cluster, "{radix: 64, oversubscription: 1}", "{radix: 64}", "cluster");
+  cluster += "storage: {write_GBps: 100, per_node_GBps: 10, source: a test}\n";
+  f.cluster = f.dir + "/cluster.yaml";
+  f.model = f.dir + "/model.yaml";
+  f.scenario = f.dir + "/scenario.yaml";
+  std::ofstream(f.dir + "/gpus.yaml") << test::read_file(test::source_path("scenarios/gpus.yaml"));
+  std::ofstream(f.cluster) << cluster;
+  std::ofstream(f.model) << kModelYaml;
+  std::ofstream(f.scenario) << "name: defaults\ncluster: cluster.yaml\nmodel: model.yaml\ngpus: 32\nparallel: {tp: 2, pp: 2, dp: 8}\n"
+                               "schedule: 1f1b\nglobal_batch: 16\nmicrobatch: 1\nprecision: bf16\nrecompute: selective\n";
+  return f;
+}
+
+std::string text_of(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += std::to_string(x) + ",";
+  return out;
+}
+
+/// A model file's text with `key: value` written in (nested one level: "moe.shared_experts"),
+/// after `context` lines ("encoder: {...}") are appended.
+std::string model_with(const std::vector<std::string>& context, const std::string& key, const std::string& value) {
+  std::string text = kModelYaml;
+  for (const std::string& c : context) text += c + "\n";
+  if (key.empty()) return text;
+  const auto dot = key.find('.');
+  if (dot == std::string::npos) return text + key + ": " + value + "\n";
+  const std::string head = key.substr(0, dot) + ":\n";
+  const auto at = text.find(head);
+  REQUIRE(at != std::string::npos);
+  return text.insert(at + head.size(), "  " + key.substr(dot + 1) + ": " + value + "\n");
+}
+
+/// For each file kind: (key, check, reader). Each reader turns a loaded file into text.
+using ScenarioRead = std::function<std::string(const ScenarioSpec&)>;
+using ModelRead = std::function<std::string(const ModelSpec&)>;
+using ClusterRead = std::function<std::string(const ClusterSpec&)>;
+
+const std::vector<std::pair<DefaultCheck, ScenarioRead>>& scenario_checks() {
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  static const std::vector<std::pair<DefaultCheck, ScenarioRead>> checks{
+      {{"parallel.cp", "", "2", {}}, [](const ScenarioSpec& s) { return std::to_string(s.layout.cp); }},
+      {{"parallel.ep", "", "2", {}}, [](const ScenarioSpec& s) { return std::to_string(s.ep); }},
+      {{"parallel.cp_comm", "", "all_gather", {"parallel.cp=2"}}, [b](const ScenarioSpec& s) { return b(s.cp_all_gather); }},
+      {{"parallel.virtual_stages", "", "2", {}, {"schedule=interleaved"}}, [](const ScenarioSpec& s) { return std::to_string(s.virtual_stages); }},
+      // true needs (layers + 1) to divide by the stages where false needs layers to: no one layout
+      // takes both, so only the default is compared.
+      {{"parallel.account_for_embedding_in_pipeline_split", "", "", {}}, [](const ScenarioSpec& s) { return text_of(s.stage_layers); }},
+      {{"parallel.account_for_loss_in_pipeline_split", "", "", {}}, [](const ScenarioSpec& s) { return text_of(s.stage_layers); }},
+      {{"parallel.sequence_parallel", "", "true", {}}, [b](const ScenarioSpec& s) { return b(s.sequence_parallel); }},
+      {{"parallel.distributed_optimizer", "", "true", {}}, [b](const ScenarioSpec& s) { return b(s.distributed_optimizer); }},
+      {{"parallel.reshard_after_forward", "", "false", {"parallel.zero_stage=3"}}, [b](const ScenarioSpec& s) { return b(s.reshard_after_forward); }},
+      {{"parallel.overlap_grad_reduce", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.overlap_grad_reduce); }},
+      {{"parallel.overlap_p2p_comm", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.overlap_p2p_comm); }},
+      {{"parallel.overlap_tp_backward", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.overlap_tp_backward); }},
+      {{"parallel.gradient_accumulation_fusion", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.gradient_accumulation_fusion); }},
+      {{"attention", "", "unfused", {}}, [](const ScenarioSpec& s) { return std::to_string(static_cast<int>(s.attention)); }},
+      {{"moe.routing", "", "skewed", {}, {"moe.hot_factor=2"}}, [](const ScenarioSpec& s) { return std::string(to_string(s.moe.routing)); }},
+      {{"moe.seed", "", "7", {"moe.routing=random"}}, [](const ScenarioSpec& s) { return std::to_string(s.moe.seed); }},
+      {{"moe.dispatch", "", "deepep", {}}, [b](const ScenarioSpec& s) { return b(s.moe.deepep); }},
+      {{"collectives.algorithm", "", "best", {}}, [b](const ScenarioSpec& s) { return b(s.nccl_tuner); }},
+      {{"variability.seed", "", "7", {}, {}, "variability: {@gpu_speed: {distribution: normal, stddev: 0.01}}\n"},
+       [](const ScenarioSpec& s) { return std::to_string(s.variability.seed); }},
+      {{"variability.gpu_speed.mean", "", "0.9", {}, {}, "variability: {gpu_speed: {@distribution: normal, stddev: 0.01}}\n"},
+       [](const ScenarioSpec& s) { return std::to_string(s.variability.gpu_speed.mean); }},
+      {{"variability.gpu_speed.median", "", "0.9", {}, {}, "variability: {gpu_speed: {@distribution: lognormal, sigma: 0.01}}\n"},
+       [](const ScenarioSpec& s) { return std::to_string(s.variability.gpu_speed.median); }},
+  };
+  return checks;
+}
+
+const std::vector<std::pair<DefaultCheck, ModelRead>>& model_checks() {
+  static const std::vector<std::pair<DefaultCheck, ModelRead>> checks{
+      {{"kv_heads", "16", "4", {}}, [](const ModelSpec& m) { return std::to_string(m.kv_heads); }},  // default: heads (16)
+      {{"moe.shared_experts", "", "1", {}}, [](const ModelSpec& m) { return std::to_string(m.moe->shared_experts); }},
+      // Another value (1) needs a dense ffn_hidden, which the default forbids: only the default is compared.
+      {{"moe.dense_layers", "", "", {}}, [](const ModelSpec& m) { return std::to_string(m.moe->dense_layers); }},
+      // dropless: no capacity factor at all.
+      {{"moe.capacity_factor", "-", "1.25", {}},
+       [](const ModelSpec& m) { return m.moe->capacity_factor ? std::to_string(*m.moe->capacity_factor) : std::string("dropless"); }},
+      {{"moe.dropless", "", "", {}}, [](const ModelSpec& m) { return std::string(m.moe->capacity_factor ? "false" : "true"); }},
+      {{"encoder.placement", "", "own_stage", {"encoder:\n  name: vit\n  layers: 2\n  hidden: 256\n  heads: 4\n  ffn_hidden: 512\n  ffn: gelu\n  tokens: 64"}},
+       [](const ModelSpec& m) { return std::to_string(static_cast<int>(m.encoder->placement)); }},
+      {{"mtp_depth", "", "1", {}}, [](const ModelSpec& m) { return std::to_string(m.mtp_depth); }},
+  };
+  return checks;
+}
+
+const std::vector<std::pair<DefaultCheck, ClusterRead>>& cluster_checks() {
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  static const std::vector<std::pair<DefaultCheck, ClusterRead>> checks{
+      {{"node.scale_up.nvls", "", "true", {}}, [b](const ClusterSpec& c) { return b(c.node.nvls); }},
+      // Another value (2) needs a multi_plane fabric: only the default is compared.
+      {{"node.nics.ports", "", "", {}}, [](const ClusterSpec& c) { return std::to_string(c.node.nic_ports); }},
+      {{"fabric.routing", "", "adaptive", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.routing)); }},
+      {{"fabric.sharp", "", "true", {}}, [b](const ClusterSpec& c) { return b(c.fabric.sharp); }},
+      {{"fabric.tiers[].oversubscription", "", "2", {}}, [](const ClusterSpec& c) { return std::to_string(c.fabric.tiers[0].oversubscription); }},
+      {{"storage.read_GBps", "100", "50", {}}, [](const ClusterSpec& c) { return std::to_string(c.storage.read_Bps); }},  // default: write_GBps (100)
+  };
+  return checks;
+}
+
+/// The cluster key as --set cluster.PATH writes it: tiers[] as the first tier.
+std::string cluster_path(const std::string& key) { return std::regex_replace(key, std::regex(R"(\[\])"), ".0"); }
+
+}  // namespace
+
+TEST_CASE("every key with a one-word default is checked below", "[schema]") {
+  std::set<std::string> checked;
+  for (const auto& [c, _] : scenario_checks()) checked.insert("scenario:" + c.key);
+  for (const auto& [c, _] : model_checks()) checked.insert("model:" + c.key);
+  for (const auto& [c, _] : cluster_checks()) checked.insert("cluster:" + c.key);
+  for (const KeyReference& k : key_reference())
+    if (scalar_default(k)) {
+      INFO("a key with a one-word default that the defaults test below does not check: " << k.file << " " << k.key << " ("
+                                                                                          << k.default_value << ")");
+      CHECK(checked.count(std::string(k.file) + ":" + k.key) == 1);
+    }
+  for (const std::string& key : checked) {
+    INFO("a checked key whose documented default is not one word: " << key);
+    bool found = false;
+    for (const KeyReference& k : key_reference()) found = found || (std::string(k.file) + ":" + k.key == key && scalar_default(k));
+    CHECK(found);
+  }
+}
+
+TEST_CASE("each documented default is what the loader uses: left out and written as documented load alike, and another value differs", "[schema]") {
+  std::map<std::string, std::string> documented;
+  for (const KeyReference& k : key_reference()) documented[std::string(k.file) + ":" + k.key] = k.default_value;
+  const Fixture f = make_fixture();
+  for (const auto& [c, read] : scenario_checks()) {
+    INFO("scenario " << c.key);
+    const std::string value = c.as_written.empty() ? documented.at("scenario:" + c.key) : c.as_written;
+    if (!c.yaml.empty()) {
+      const std::string base = test::read_file(f.scenario), leaf = c.key.substr(c.key.rfind('.') + 1);
+      auto load = [&](const std::string& v) {
+        const std::string path = f.dir + "/yaml-key.yaml";
+        std::ofstream(path) << base + test::replaced_all(c.yaml, "@", v.empty() ? "" : leaf + ": " + v + ", ", "yaml");
+        return read(load_scenario(path));
+      };
+      const std::string left_out = load("");
+      CHECK(load(value) == left_out);
+      CHECK(load(c.other) != left_out);
+      continue;
+    }
+    std::vector<std::string> sets = c.context;
+    const std::string left_out = read(load_scenario(f.scenario, sets));
+    sets.push_back(c.key + "=" + value);
+    CHECK(read(load_scenario(f.scenario, sets)) == left_out);
+    if (c.other.empty()) continue;
+    sets.back() = c.key + "=" + c.other;
+    sets.insert(sets.end(), c.other_context.begin(), c.other_context.end());
+    CHECK(read(load_scenario(f.scenario, sets)) != left_out);
+  }
+  for (const auto& [c, read] : model_checks()) {
+    INFO("model " << c.key);
+    const std::string value = c.as_written.empty() ? documented.at("model:" + c.key) : c.as_written;
+    auto load = [&](const std::string& v) {
+      const std::string path = test::temp_file(model_with(c.context, v.empty() ? "" : c.key, v));
+      const ModelSpec m = load_model_spec(path);
+      std::filesystem::remove(path);
+      return read(m);
+    };
+    const std::string left_out = load("");
+    if (value != "-") CHECK(load(value) == left_out);  // "-": the default is the key's absence ("dropless")
+    if (!c.other.empty()) CHECK(load(c.other) != left_out);
+  }
+  for (const auto& [c, read] : cluster_checks()) {
+    INFO("cluster " << c.key);
+    const std::string value = c.as_written.empty() ? documented.at("cluster:" + c.key) : c.as_written;
+    const std::string left_out = read(load_cluster_spec(f.cluster));
+    CHECK(read(load_cluster_spec_with(f.cluster, {"cluster." + cluster_path(c.key) + "=" + value})) == left_out);
+    if (!c.other.empty()) CHECK(read(load_cluster_spec_with(f.cluster, {"cluster." + cluster_path(c.key) + "=" + c.other})) != left_out);
+  }
+  std::filesystem::remove_all(f.dir);
+}
+
+TEST_CASE("a key that carries a unit in its name, or takes a number, says its unit", "[schema]") {
+  // The name's suffix and the unit column's first word agree (units.hpp's spelling).
+  const std::vector<std::pair<std::string, std::string>> suffixes{{"_s", "s"}, {"_us", "us"}, {"_GBps", "GB/s"}, {"_Gbps", "Gb/s"},
+                                                                  {"_hours", "hours"}, {"_bytes", "bytes"}};
+  for (const KeyReference& k : key_reference()) {
+    const std::string key = k.key, unit = k.unit;
+    INFO(k.file << " " << key << ": " << unit);
+    for (const auto& [suffix, want] : suffixes)
+      if (key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
+        CHECK(unit.rfind(want, 0) == 0);
+    // A number by default is a quantity: its unit names what it counts, not "text" or "boolean".
+    if (std::regex_match(k.default_value, std::regex(R"(-?[0-9.]+)"))) {
+      CHECK(unit != "text");
+      CHECK(unit.rfind("boolean", 0) != 0);
+    }
+  }
 }

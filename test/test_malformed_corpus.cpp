@@ -619,8 +619,8 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {"schema --csv " + kNoDir, kNoDir, "--csv", "does not exist"},
       {"schema extra", cl, "", "unexpected argument 'extra'"},
       // bench
-      {"bench --cluster " + cluster + " --gpus 16,1", cluster, "--gpus", "expected 2 to 1016 GPUs, got 1"},
-      {"bench --cluster " + cluster + " --gpus x", cl, "--gpus", "expected an integer"},
+      {"bench --cluster " + cluster + " --gpu-counts 16,1", cluster, "--gpu-counts", "expected 2 to 1016 GPUs, got 1"},
+      {"bench --cluster " + cluster + " --gpu-counts x", cl, "--gpu-counts", "expected an integer"},
       {bench + "--repeat 0", cl, "--repeat", "expected an integer from 1 to 1000, got 0"},
       {bench + "--repeat many", cl, "--repeat", "expected an integer from 1 to 1000"},
       {bench + "--size 0", cl, "--size", "expected a size from 1 byte to 1024G"},

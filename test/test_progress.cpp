@@ -80,3 +80,11 @@ TEST_CASE("validate, compare and bench draw a bar on a terminal, and not under -
   CHECK_THAT(on_terminal("compare " + scenario + " --schedules 1f1b,gpipe"), Contains("compare [") && Contains("2/2"));
   CHECK_THAT(on_terminal("bench --scenarios " + scenario), Contains("bench [") && Contains("1/1"));
 }
+
+TEST_CASE("goodput draws a bar over its Monte-Carlo trials on a terminal, and not under -q", "[progress]") {
+  // --iteration-s: the step time given, so only the Monte-Carlo runs.
+  const std::string args = "goodput " + test::source_path("scenarios/llama3-405b-h100-16k-goodput.yaml") +
+                           " --days 54 --iteration-s 10 --trials 2000";
+  CHECK_THAT(on_terminal(args), Contains("goodput [") && Contains("2000/2000") && Contains("Monte-Carlo trials"));
+  CHECK_THAT(on_terminal("-q " + args), !Contains("goodput ["));
+}

@@ -18,6 +18,7 @@
 #include "simulator/report_timeline.hpp"
 #include "simulator/svg_draw.hpp"
 #include "simulator/training_run.hpp"
+#include "browser_check.hpp"
 #include "support.hpp"
 #include "workloads/scenario.hpp"
 
@@ -25,6 +26,8 @@ using namespace clustersim;
 using clustersim::test::run_cli;
 using clustersim::test::source_path;
 using clustersim::test::temp_file;
+using clustersim::test::browser_problems;
+using clustersim::test::have_chromium;
 
 namespace {
 
@@ -72,44 +75,6 @@ double tick_s(const std::string& label) {
   REQUIRE((unit == "s" || unit == "ms"));
   return unit == "ms" ? v / 1e3 : v;
 }
-
-std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
-
-/// What is wrong with a page as headless Chromium shows it: console messages, sections missing
-/// from the rendered DOM, nothing drawn. Empty: nothing.
-std::vector<std::string> browser_problems(const std::string& html_path, const std::vector<std::string>& sections,
-                                          std::size_t blank_png_bytes) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(temp_file("", ".chromium"));
-  fs::remove(dir);
-  fs::create_directories(dir);
-  const std::string dom = (dir / "dom.html").string(), log = (dir / "log.txt").string(), png = (dir / "shot.png").string();
-  // Its own profile folder, so two tests may run browsers at once.
-  const std::string cmd = "timeout 60 chromium --headless --disable-gpu --no-sandbox --user-data-dir=" +
-                          shell_quote((dir / "profile").string()) +
-                          " --enable-logging=stderr --v=0 --window-size=1300,1600 --screenshot=" + shell_quote(png) +
-                          " --dump-dom " + shell_quote("file://" + fs::absolute(html_path).string()) + " >" +
-                          shell_quote(dom) + " 2>" + shell_quote(log);
-  const int status = std::system(cmd.c_str());
-  std::vector<std::string> problems;
-  if (status != 0) problems.push_back("chromium exited with status " + std::to_string(status));
-  const std::string text = test::read_file(dom), messages = test::read_file(log);
-  for (std::size_t at = messages.find(":CONSOLE"); at != std::string::npos; at = messages.find(":CONSOLE", at + 1))
-    problems.push_back("console: " + messages.substr(at, messages.find('\n', at) - at));
-  for (const std::string& id : sections)
-    if (text.find("id=\"" + id + "\"") == std::string::npos) problems.push_back("missing section " + id);
-  if (count_of(text, "<rect") == 0) problems.push_back("empty page: no shape drawn");
-  std::error_code ec;
-  const auto png_bytes = fs::file_size(png, ec);
-  if (ec) problems.push_back("no screenshot");
-  else if (blank_png_bytes > 0 && png_bytes <= 2 * blank_png_bytes)
-    problems.push_back("empty page: the screenshot is " + std::to_string(png_bytes) + " bytes, a blank page's " +
-                       std::to_string(blank_png_bytes));
-  fs::remove_all(dir, ec);
-  return problems;
-}
-
-bool have_chromium() { return std::system("command -v chromium >/dev/null 2>&1") == 0; }
 
 }  // namespace
 
@@ -292,17 +257,8 @@ TEST_CASE("compare's and collective's pages open in headless Chromium without a 
                   " --gpus 16 -b 1K -e 1G -f 8 --report " + collective)
               .exit_code == 0);
   // The blank page's screenshot: what "nothing drawn" weighs at this window size.
-  const std::string blank = temp_file("<!DOCTYPE html><html><body></body></html>\n", ".html");
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(temp_file("", ".blank"));
-  fs::remove(dir);
-  fs::create_directories(dir);
-  const std::string png = (dir / "blank.png").string();
-  REQUIRE(std::system(("timeout 60 chromium --headless --disable-gpu --no-sandbox --user-data-dir=" +
-                       shell_quote((dir / "profile").string()) + " --window-size=1300,1600 --screenshot=" +
-                       shell_quote(png) + " " + shell_quote("file://" + blank) + " >/dev/null 2>&1")
-                          .c_str()) == 0);
-  const std::size_t blank_bytes = fs::file_size(png);
+  const std::size_t blank_bytes = test::blank_screenshot_bytes();
+  REQUIRE(blank_bytes > 0);
   // compare's page also draws the cluster; topology's page is the 16K-GPU SuperPOD's picture.
   std::vector<std::string> with_topology = kSections;
   with_topology.push_back("topology");
@@ -317,8 +273,7 @@ TEST_CASE("compare's and collective's pages open in headless Chromium without a 
     for (const std::string& p : problems) UNSCOPED_INFO(page << ": " << p);
     CHECK(problems.empty());
   }
-  fs::remove_all(dir);
-  for (const std::string& f : {compare, collective, blank, topology}) std::remove(f.c_str());
+  for (const std::string& f : {compare, collective, topology}) std::remove(f.c_str());
 }
 
 TEST_CASE("the browser check fails a page with a script error, a console message and a missing section") {

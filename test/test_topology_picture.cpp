@@ -3,6 +3,7 @@
 // rail, node, bandwidth per direction) and the oversubscription per tier of the topology report.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -205,4 +206,80 @@ TEST_CASE("topology --level without --dot, --svg or --report, or at an unknown l
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
   CHECK(r.stderr_text == "error: command line: --level: expected node, leaf or spine, got 'rack'\n");
+}
+
+namespace {
+
+/// Every number in an SVG's attributes and path data is >= 0: nothing drawn off the picture's top or left.
+bool nothing_above_or_left(const std::string& svg) {
+  return svg.find("=\"-") == std::string::npos && !std::regex_search(svg, std::regex(R"(d="[^"]*-[0-9])"));
+}
+
+/// Edges of a picture by the number of links each collapses: {links: edges}.
+std::map<int, int> edge_counts(const ClusterPicture& p) {
+  std::map<int, int> out;
+  for (const PictureEdge& e : p.edges) ++out[e.count];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a torus is drawn by router at the leaf level and by plane at the spine level, routers joined by their links") {
+  // 4x4x4: one router a node, each with 6 neighbours (+-1 in x, y and z, wrapping): 64 x 6 / 2 =
+  // 192 router links of 1600 Gb/s (200 GB/s). A plane (fixed z) holds 16 routers; each router has
+  // one link up and one down in z, so planes z and z+1 (mod 4) share 16 links: a ring of 4 edges.
+  const Cluster& c = test::shipped_cluster("scenarios/clusters/torus-h100-4x4x4.yaml");
+  const ClusterPicture leaf = cluster_picture(c, PictureLevel::leaf);
+  REQUIRE(leaf.boxes.size() == 64);
+  CHECK(leaf.boxes[5].label == "router 5\n1 node (5), 8 GPUs\n1 router");
+  CHECK(leaf.boxes[5].plural == "routers");
+  CHECK(leaf.edges.size() == 192);
+  CHECK(edge_counts(leaf) == std::map<int, int>{{1, 192}});
+  CHECK(leaf.edges[0].label == "ndr 200 GB/s");
+  const ClusterPicture spine = cluster_picture(c, PictureLevel::spine);
+  REQUIRE(spine.boxes.size() == 4);
+  CHECK(spine.boxes[1].label == "plane 1\n16 nodes (16-31), 128 GPUs\n16 routers");
+  REQUIRE(spine.edges.size() == 4);
+  for (const PictureEdge& e : spine.edges) CHECK(e.label == "16 x ndr 200 GB/s");
+  // 128 boxes by node, 64 by router: the report draws it by plane.
+  CHECK(default_picture_level(c) == PictureLevel::spine);
+  const std::string svg = topology_svg(c, PictureLevel::spine);
+  CHECK(count(svg, "<g class=\"box\">") == 4);
+  CHECK(count(svg, "<path d=\"M ") == 4);  // the ring, as arcs over one row
+  CHECK(count(svg, "class=\"edge-label\"") == 4);
+  CHECK(nothing_above_or_left(svg));
+  // By router: a row of 64 keeps 5 each side and says what the rest are.
+  const std::string by_router = topology_svg(c, PictureLevel::leaf);
+  CHECK(count(by_router, ">... 54 more routers<") == 1);
+  CHECK(count(by_router, ">like these<") == 1);
+  CHECK(nothing_above_or_left(by_router));
+  CHECK(count(topology_svg(c, PictureLevel::node), ">... 54 more routers<") == 1);  // not "leaves"
+}
+
+TEST_CASE("a dragonfly is drawn by router at the leaf level and by group at the spine level, one global link between each two groups") {
+  // 9 groups of 4 routers, 2 global links a router: g = a h + 1 = 9, the balanced dragonfly of Kim
+  // et al. (ISCA 2008), where every two groups share exactly one global link: C(9, 2) = 36 edges.
+  // Inside a group, 4 routers all to all: 6 local links; 9 x 6 + 36 = 90 router links in all.
+  const Cluster& c = test::shipped_cluster("scenarios/clusters/dragonfly-h100.yaml");
+  const ClusterPicture spine = cluster_picture(c, PictureLevel::spine);
+  REQUIRE(spine.boxes.size() == 9);
+  CHECK(spine.boxes[2].label == "group 2\n4 nodes (8-11), 32 GPUs\n4 routers");
+  CHECK(spine.edges.size() == 36);
+  CHECK(edge_counts(spine) == std::map<int, int>{{1, 36}});
+  std::set<std::pair<int, int>> pairs;
+  for (const PictureEdge& e : spine.edges) pairs.insert({e.a, e.b});
+  CHECK(pairs.size() == 36);
+  const ClusterPicture leaf = cluster_picture(c, PictureLevel::leaf);
+  REQUIRE(leaf.boxes.size() == 36);
+  std::size_t links = 0;
+  for (const PictureEdge& e : leaf.edges) links += static_cast<std::size_t>(e.count);
+  CHECK(links == 90);
+  CHECK(default_picture_level(c) == PictureLevel::leaf);  // 72 boxes by node, 36 by router
+  const std::string svg = topology_svg(c, PictureLevel::spine);
+  CHECK(count(svg, "<g class=\"box\">") == 9);
+  CHECK(count(svg, "<path d=\"M ") == 36);
+  CHECK(count(svg, "class=\"edge-label\"") == 0);  // 36 edges: more than 24, so the legend says it
+  CHECK(count(svg, ">ndr 50.0 GB/s</text>") == 1);
+  CHECK(nothing_above_or_left(svg));
+  CHECK(nothing_above_or_left(topology_svg(c, PictureLevel::leaf)));
 }

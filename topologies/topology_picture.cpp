@@ -61,6 +61,31 @@ std::string link_colour(const Cluster& c, const std::string& type) {
   return palette[k % (sizeof palette / sizeof *palette)];
 }
 
+/// A torus or a dragonfly: routers joined to each other at one tier, each with nodes of its own.
+bool direct_network(const Cluster& c) { return c.spec.fabric.type == "torus" || c.spec.fabric.type == "dragonfly"; }
+
+/// Routers per group of a direct network, in router order: a dragonfly's groups; a torus's planes
+/// (the routers of every dimension but the last: x + dims[0] y in a 4x4x4 torus share a z).
+int routers_per_group(const Cluster& c) {
+  if (c.spec.fabric.type == "dragonfly") return std::max(1, c.spec.fabric.routers_per_group);
+  int n = 1;
+  for (std::size_t d = 0; d + 1 < c.spec.fabric.dims.size(); ++d) n *= c.spec.fabric.dims[d];
+  return n;
+}
+
+/// What a box holding nodes is called at a level.
+const char* unit_word(const Cluster& c, PictureLevel level) {
+  if (level == PictureLevel::node) return "node";
+  if (direct_network(c)) return level == PictureLevel::leaf ? "router" : c.spec.fabric.type == "dragonfly" ? "group" : "plane";
+  return level == PictureLevel::leaf ? "unit" : "pod";
+}
+
+/// Switches of a tier by name: a direct network's are routers.
+const char* switch_word(const Cluster& c, int tier, bool plural) {
+  if (direct_network(c)) return plural ? "routers" : "router";
+  return tier_word(tier, plural);
+}
+
 struct UnionFind {
   std::vector<int> parent;
   explicit UnionFind(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
@@ -96,6 +121,26 @@ std::vector<int> boxes_of(const Cluster& c, PictureLevel level) {
     }
     return box;
   }
+  if (direct_network(c)) {
+    // A router and its nodes (every link but router to router), then at the spine level its group.
+    UnionFind uf(static_cast<std::size_t>(n));
+    auto is_router = [&](int v) { return c.graph[static_cast<std::size_t>(v)].kind == VertexKind::fabric_switch; };
+    for (const Link& l : c.links)
+      if (!(is_router(l.a) && is_router(l.b))) uf.join(l.a, l.b);
+    if (level == PictureLevel::spine) {
+      const int per_group = routers_per_group(c);
+      std::vector<int> first_of_group;
+      int router = 0;
+      for (int v = 0; v < n; ++v) {
+        if (!is_router(v)) continue;
+        const std::size_t g = static_cast<std::size_t>(router++ / per_group);
+        if (g == first_of_group.size()) first_of_group.push_back(v);
+        else uf.join(v, first_of_group[g]);
+      }
+    }
+    for (int v = 0; v < n; ++v) box[static_cast<std::size_t>(v)] = uf.find(v);
+    return box;
+  }
   // Below the level: nodes and switches up to its tier, joined by their links into components.
   const int top = level == PictureLevel::leaf ? 1 : 2;
   auto below = [&](int v) {
@@ -125,7 +170,7 @@ std::string box_label(const Cluster& c, const Box& b, PictureLevel level, int in
   std::ostringstream out;
   if (b.nodes == 0) {  // switches of one tier
     const int tier = b.switches.begin()->first, count = b.switches.begin()->second;
-    out << count << " " << tier_word(tier, count > 1);
+    out << count << " " << switch_word(c, tier, count > 1);
     return out.str();
   }
   if (level == PictureLevel::node) {
@@ -134,10 +179,10 @@ std::string box_label(const Cluster& c, const Box& b, PictureLevel level, int in
     out << ", " << b.nics << " NIC" << (b.nics == 1 ? "" : "s");
     return out.str();
   }
-  out << (level == PictureLevel::leaf ? "unit " : "pod ") << index << "\n"
-      << b.nodes << " node" << (b.nodes == 1 ? "" : "s") << " (" << *b.node_set.begin() << "-" << *b.node_set.rbegin()
-      << "), " << b.gpus << " GPUs";
-  for (const auto& [tier, count] : b.switches) out << "\n" << count << " " << tier_word(tier, count > 1);
+  out << unit_word(c, level) << " " << index << "\n" << b.nodes << " node" << (b.nodes == 1 ? " (" : "s (") << *b.node_set.begin();
+  if (b.nodes > 1) out << "-" << *b.node_set.rbegin();
+  out << "), " << b.gpus << " GPUs";
+  for (const auto& [tier, count] : b.switches) out << "\n" << count << " " << switch_word(c, tier, count > 1);
   return out.str();
 }
 
@@ -152,6 +197,18 @@ std::string box_style(const PictureBox& b) {
   }
   return std::string("shape=") + (b.single ? "box" : "box3d") + ", style=\"filled,rounded\", " + fill +
          (box_text_white(b) ? ", fontcolor=white" : "");
+}
+
+/// What a row of boxes like `p` is called ("units", "routers", "spine groups").
+std::string plural_of(const Cluster& c, const Box& b, const PictureBox& p, PictureLevel level) {
+  if (p.holds_nodes) return std::string(unit_word(c, level)) + "s";
+  switch (p.kind) {
+    case VertexKind::gpu: return "GPUs";
+    case VertexKind::nvswitch: return "NVSwitches";
+    case VertexKind::nic: return "NICs";
+    case VertexKind::fabric_switch: break;
+  }
+  return p.single || direct_network(c) ? switch_word(c, b.tier, true) : std::string(tier_word(b.tier, false)) + " groups";
 }
 
 }  // namespace
@@ -208,6 +265,7 @@ ClusterPicture cluster_picture(const Cluster& c, PictureLevel level) {
     p.single = b.single;
     p.holds_nodes = !b.single && b.nodes > 0;
     p.gpus = b.gpus;
+    p.plural = plural_of(c, b, p, level);
     index_of[r] = static_cast<int>(picture.boxes.size());
     picture.boxes.push_back(std::move(p));
   }

@@ -13,7 +13,10 @@ namespace clustersim {
 /// What one box of the picture stands for. full: every vertex; node: a node's GPUs, NVSwitches and
 /// NICs in one box; leaf: the nodes and leaf switches that connect without a higher tier (a
 /// scalable unit) in one box; spine: the same up to the spines (a pod). Switches above the level
-/// that reach the same boxes are drawn as one box ("8 spines").
+/// that reach the same boxes are drawn as one box ("8 spines"). A direct network (torus, dragonfly),
+/// whose routers join each other at one tier, is drawn by router at the leaf level (a router with
+/// its nodes) and by router group at the spine level (a dragonfly's groups; a torus's planes, every
+/// dimension but the last), the links between routers as edges between boxes.
 enum class PictureLevel { full, node, leaf, spine };
 std::optional<PictureLevel> parse_picture_level(const std::string& name);  // node, leaf, spine
 
@@ -26,6 +29,7 @@ struct PictureBox {
   bool single = true;        // one vertex
   bool holds_nodes = false;  // a node, unit or pod
   int gpus = 0;
+  std::string plural;  // what boxes like it are called, for a picture that counts them: "units", "routers"
 };
 
 /// The links between two boxes of one type and bandwidth, collapsed into one edge.

@@ -68,7 +68,7 @@ Seconds daly_interval_s(double failure_rate_per_s, Seconds checkpoint_write_s) {
   return std::sqrt(2 * d * M) * (1 + std::sqrt(r) / 3 + r / 9) - d;
 }
 
-GoodputBreakdown monte_carlo_goodput(const MonteCarloInputs& in) {
+GoodputBreakdown monte_carlo_goodput(const MonteCarloInputs& in, const std::function<void(long done, long total)>& progress) {
   GoodputBreakdown sum;
   Stream rng{in.seed};
   const double lambda = in.failure_rate_per_s, H = in.horizon_s, R = in.restart_s;
@@ -116,6 +116,7 @@ GoodputBreakdown monte_carlo_goodput(const MonteCarloInputs& in) {
       next_failure = t + rng.exponential(lambda);
       running = false;
     }
+    if (progress && ((trial + 1) % 16 == 0 || trial + 1 == in.trials)) progress(trial + 1, in.trials);
   }
   const double n = static_cast<double>(in.trials);
   sum.interruptions /= n;

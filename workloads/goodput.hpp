@@ -14,6 +14,7 @@
 // lost work and (e^(lambda L) - 1)(e^(lambda R) - 1)/lambda restarting. Over a horizon H >> E
 // (renewal-reward) each is that share of H, goodput is tau / E, and the interruptions are lambda H.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "topologies/units.hpp"
@@ -64,6 +65,7 @@ struct MonteCarloInputs {
   long trials = 1;
   std::uint64_t seed = 0;
 };
-GoodputBreakdown monte_carlo_goodput(const MonteCarloInputs& in);
+/// `progress`, when given, is told of the trials done (of in.trials) as they finish (a progress bar).
+GoodputBreakdown monte_carlo_goodput(const MonteCarloInputs& in, const std::function<void(long done, long total)>& progress = {});
 
 }  // namespace clustersim

@@ -1,21 +1,22 @@
-#include "simulator/cli/bench_fabric.hpp"
-
+// `clustersim bench --fabric-only`: how fast a cluster file is built and routed, without simulating.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <chrono>
-#include <iostream>
 
 #include "simulator/cli/bench_clock.hpp"
+#include "simulator/cli/bench_modes.hpp"
+#include "simulator/cli/commands.hpp"
 #include "topologies/report.hpp"
 #include "topologies/router.hpp"
 
 namespace clustersim::cli {
 
-void bench_fabric(const std::string& cluster_path) {
+BenchResult bench_fabric(const std::string& cluster_path, const std::vector<std::string>& sets) {
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = cpu_seconds();
-  const Cluster c = load_cluster(cluster_path, "--cluster");
+  const ClusterSpec spec = load_cluster_with_sets(cluster_path, "--cluster", sets);
+  const Cluster c = build_cluster(spec);
   const double build_s = seconds_since(t0), build_cpu_s = cpu_seconds() - cpu0;
   const TopologyReport counts = count_topology(c);
 
@@ -43,13 +44,20 @@ void bench_fabric(const std::string& cluster_path) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
 
-  std::cout << fmt::format("# clustersim bench --fabric-only: {} ({}, {} routing), {} GPUs, {} switches, {} links\n",
-                           c.spec.name, c.spec.fabric.type, to_string(c.spec.fabric.routing), c.gpu_count(),
-                           counts.switch_count(), counts.links);
-  std::cout << fmt::format("# {:>9} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10}\n", "build(s)", "cpu(s)", "routes",
-                           "link-hops", "route(s)", "cpu(s)", "peak(MiB)");
-  std::cout << fmt::format("  {:>9.3f} {:>9.3f} {:>10} {:>12} {:>9.3f} {:>9.3f} {:>10.1f}\n", build_s, build_cpu_s, routes,
+  BenchResult out;
+  out.mode = "fabric";
+  out.config = {{"cluster", spec.name}, {"cluster_file", cluster_path}, {"cluster_overrides", sets}};
+  out.rows.push_back({{"cluster", spec.name}, {"fabric", spec.fabric.type}, {"routing", to_string(spec.fabric.routing)},
+                      {"gpus", c.gpu_count()}, {"switches", counts.switch_count()}, {"links", counts.links},
+                      {"build_s", build_s}, {"build_cpu_s", build_cpu_s}, {"routes", routes}, {"link_hops", link_hops},
+                      {"route_s", route_s}, {"route_cpu_s", route_cpu_s}, {"peak_rss_bytes", usage.ru_maxrss * 1024L}});
+  out.table = fmt::format("# clustersim bench --fabric-only: {} ({}, {} routing), {} GPUs, {} switches, {} links\n", spec.name,
+                          spec.fabric.type, to_string(spec.fabric.routing), c.gpu_count(), counts.switch_count(), counts.links);
+  out.table += fmt::format("# {:>9} {:>9} {:>10} {:>12} {:>9} {:>9} {:>10}\n", "build(s)", "cpu(s)", "routes", "link-hops",
+                           "route(s)", "cpu(s)", "peak(MiB)");
+  out.table += fmt::format("  {:>9.3f} {:>9.3f} {:>10} {:>12} {:>9.3f} {:>9.3f} {:>10.1f}\n", build_s, build_cpu_s, routes,
                            link_hops, route_s, route_cpu_s, static_cast<double>(usage.ru_maxrss) / 1024.0);
+  return out;
 }
 
 }  // namespace clustersim::cli

@@ -1,11 +1,10 @@
-#include "simulator/cli/bench_search.hpp"
-
+// `clustersim bench --search`: how fast search's analytic screen goes over a scenario's whole space.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iostream>
 
 #include "simulator/cli/bench_clock.hpp"
+#include "simulator/cli/bench_modes.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/search_screen.hpp"
 
@@ -19,15 +18,22 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-void bench_search(const std::vector<std::string>& scenarios, long repeat) {
-  std::cout << fmt::format("# clustersim bench --search: search's screen over every dimension, median of {} runs\n", repeat);
+BenchResult bench_search(const std::vector<std::string>& scenarios, const std::vector<std::string>& sets, long repeat) {
+  BenchResult out;
+  out.mode = "search";
+  out.config = {{"scenarios", scenarios}, {"overrides", sets}, {"repeat", repeat}};
+  out.table = fmt::format("# clustersim bench --search: search's screen over every dimension, median of {} runs\n", repeat);
   // configs/s counts every point of the space; valid/s only those timed to the end (the rest fall to
   // a rule on the way, most of them cheaply).
-  std::cout << fmt::format("# {:<40} {:>10} {:>8} {:>9} {:>9} {:>14} {:>12}\n", "scenario", "configs", "valid", "wall(s)",
-                           "cpu(s)", "configs/s/core", "valid/s/core");
+  out.table += fmt::format("# {:<40} {:>10} {:>8} {:>9} {:>9} {:>14} {:>12}\n", "scenario", "configs", "valid", "wall(s)", "cpu(s)",
+                           "configs/s/core", "valid/s/core");
+  std::vector<ScenarioSpec> loaded;  // every file read before any timing, so a bad one costs nothing
   for (const std::string& path : scenarios) {
     check_input_path(path, "--search");
-    const ScenarioSpec s = named_by("--search", path, [&] { return load_scenario(path); });
+    loaded.push_back(named_by("--search", path, [&] { return load_scenario(path, sets); }));
+  }
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    const ScenarioSpec& s = loaded[i];
     const SearchSpace space = search_space(s, search_dimensions());
     std::vector<double> wall, cpu;
     ScreenResult r;
@@ -39,11 +45,14 @@ void bench_search(const std::vector<std::string>& scenarios, long repeat) {
       cpu.push_back(cpu_seconds() - c0);
       wall.push_back(seconds_since(t0));
     }
-    const double cpu_s = median(cpu);
-    std::cout << fmt::format("  {:<40} {:>10} {:>8} {:>9.3f} {:>9.3f} {:>14.0f} {:>12.0f}\n", s.name, r.candidates,
-                             r.valid.size(), median(wall), cpu_s, static_cast<double>(r.candidates) / cpu_s,
-                             static_cast<double>(r.valid.size()) / cpu_s);
+    const double cpu_s = median(cpu), wall_s = median(wall);
+    const double per_s = static_cast<double>(r.candidates) / cpu_s, valid_per_s = static_cast<double>(r.valid.size()) / cpu_s;
+    out.rows.push_back({{"scenario", s.name}, {"file", scenarios[i]}, {"configurations", r.candidates}, {"valid", r.valid.size()},
+                        {"wall_s", wall_s}, {"cpu_s", cpu_s}, {"configurations_per_cpu_s", per_s}, {"valid_per_cpu_s", valid_per_s}});
+    out.table += fmt::format("  {:<40} {:>10} {:>8} {:>9.3f} {:>9.3f} {:>14.0f} {:>12.0f}\n", s.name, r.candidates, r.valid.size(),
+                             wall_s, cpu_s, per_s, valid_per_s);
   }
+  return out;
 }
 
 }  // namespace clustersim::cli

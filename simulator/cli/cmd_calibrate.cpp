@@ -12,6 +12,7 @@
 
 #include "simulator/calibration_fit.hpp"
 #include "simulator/cli/commands.hpp"
+#include "topologies/cluster_overrides.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim::cli {
@@ -28,10 +29,11 @@ struct Options {
   std::string out;
   std::string name;
   std::string json, csv;
+  std::vector<std::string> sets;  // --set: cluster.* on --cluster and the --iteration scenarios; scenario keys on those
 };
 
 /// "SCENARIO=SECONDS": a scenario and the iteration time measured running it.
-IterationMeasurement read_iteration(const std::string& text) {
+IterationMeasurement read_iteration(const std::string& text, const std::vector<std::string>& sets) {
   const std::size_t eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
     throw UserError("command line", 0, "--iteration", "expected SCENARIO=SECONDS (a measured iteration time), got '" + text + "'");
@@ -39,7 +41,7 @@ IterationMeasurement read_iteration(const std::string& text) {
   IterationMeasurement m;
   m.measured_s = parse_number(text.substr(eq + 1), "--iteration", 1e-6, kMaxIteration_s);
   check_input_path(path, "--iteration");
-  m.scenario = named_by("--iteration", path, [&] { return load_scenario(path); });
+  m.scenario = named_by("--iteration", path, [&] { return load_scenario(path, sets); });
   return m;
 }
 
@@ -163,6 +165,7 @@ nlohmann::ordered_json calibrate_json(const Options& o, const ClusterSpec& clust
     iterations.push_back({{"scenario_file", m.scenario.file}, {"measured_iteration_s", m.measured_s}});
   nlohmann::ordered_json j = json_document("calibrate", {{"cluster", cluster.name},
                                                          {"cluster_file", o.cluster},
+                                                         {"overrides", o.sets},
                                                          {"nccl_tests", o.nccl_tests},
                                                          {"iterations", iterations},
                                                          {"out", o.out.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.out)}});
@@ -195,12 +198,24 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--name", o->name, "the calibration's name (default: the --out file's stem)");
   cmd->add_option("--json", o->json, "also write the fit and residuals as JSON (- or /dev/stdout: to stdout, without the text)");
   cmd->add_option("--csv", o->csv, "also write every input row's residual as CSV, JSON's field names (- or /dev/stdout: to stdout, without the text)");
+  cmd->add_option("--set", o->sets,
+                  "override a field first: cluster.PATH=VALUE on the --cluster and the --iteration scenarios' clusters; "
+                  "a scenario key on the --iteration scenarios (repeatable)");
   cmd->callback([o] {
     if (o->nccl_tests.empty() && o->iterations.empty())
       throw UserError("command line", 0, "nccl_tests",
                       "expected nccl-tests output files and/or --iteration SCENARIO=SECONDS (see clustersim calibrate --help)");
+    std::vector<std::string> cluster_sets;
+    for (const std::string& set : o->sets) {
+      if (is_cluster_override(set)) cluster_sets.push_back(set);
+      else if (o->iterations.empty())
+        throw UserError("command line", 0, "--set",
+                        "expected cluster.PATH=VALUE (a field of the --cluster file); a scenario key needs --iteration "
+                        "SCENARIO=SECONDS to apply to; got '" + set + "'");
+    }
     check_input_path(o->cluster, "--cluster");
-    const ClusterSpec cluster = named_by("--cluster", o->cluster, [&] { return load_cluster_spec(o->cluster, "--cluster"); });
+    const ClusterSpec cluster =
+        named_by("--cluster", o->cluster, [&] { return load_cluster_spec_with(o->cluster, cluster_sets, "--cluster"); });
     std::optional<int> gpus;
     if (!o->gpus.empty()) gpus = static_cast<int>(parse_integer(o->gpus, "--gpus", 2, cluster.gpu_count()));
     std::vector<NcclTestsFile> files;
@@ -209,7 +224,7 @@ void add_calibrate_command(CLI::App& app) {
       files.push_back(read_nccl_tests(f, gpus, "nccl_tests"));
     }
     std::vector<IterationMeasurement> measured;
-    for (const std::string& it : o->iterations) measured.push_back(read_iteration(it));
+    for (const std::string& it : o->iterations) measured.push_back(read_iteration(it, o->sets));
     if (!o->out.empty()) check_output_path(o->out, "--out");
     if (!o->json.empty()) check_json_path(o->json);
     check_csv_path(o->csv, o->json);

@@ -11,8 +11,10 @@
 #include <iostream>
 
 #include "simulator/cli/bench_clock.hpp"
+#include "simulator/cli/bench_modes.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/draw_summary.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/training_run.hpp"
 #include "workloads/checkpoint_cost.hpp"
 #include "workloads/failure_model.hpp"
@@ -29,7 +31,7 @@ constexpr double kMaxMonteCarloEvents = 2e9;  // about ten seconds of the Monte-
 struct GoodputOptions {
   std::string scenario;
   std::vector<std::string> overrides;
-  std::string days, trials, seed = "0", repeat = "1", iteration_s, json;
+  std::string days, trials, seed = "0", repeat = "1", iteration_s, json, csv, catalog;
 };
 
 /// Everything the figures are computed from, read and simulated once.
@@ -142,7 +144,9 @@ void add_goodput_command(CLI::App& app) {
                   "simulate K draws of the scenario's variability and use their step times (as run --repeat) (1)");
   cmd->add_option("--iteration-s", o->iteration_s, "take this step time instead of simulating one (a measured one)");
   cmd->add_option("--set", o->overrides, "override a field: --set parallel.tp=4 (repeatable)");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--json", o->json, "write the figures as JSON (- or /dev/stdout: to stdout, without the text report)");
+  cmd->add_option("--csv", o->csv, "write the breakdown (closed form, and Monte-Carlo with --trials) as CSV, JSON's field names");
   cmd->callback([o] {
     const double days = parse_days(o->days);
     const long trials = o->trials.empty() ? 0 : parse_integer(o->trials, "--trials", 1, kMaxTrials);
@@ -154,6 +158,7 @@ void add_goodput_command(CLI::App& app) {
       throw UserError("command line", 0, "--iteration-s", "expected either --iteration-s or --repeat: both give the step time");
     const double given_step_s = o->iteration_s.empty() ? 0 : parse_number(o->iteration_s, "--iteration-s", 1e-6, 1e6);
     check_input_path(o->scenario, "scenario");
+    if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     const ScenarioSpec s = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
     check_reliability(s);
     if (repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none && s.variability.flapping.empty())
@@ -161,6 +166,7 @@ void add_goodput_command(CLI::App& app) {
                       "expected a scenario whose variability.gpu_speed draws each GPU's speed from a distribution "
                       "(without one every draw is the same)");
     if (!o->json.empty()) check_json_path(o->json);
+    check_csv_path(o->csv, o->json);
     std::vector<Seconds> steps = given_step_s > 0 ? std::vector<Seconds>{given_step_s} : simulate_steps(s, repeat);
     const std::string origin = given_step_s > 0 ? "given (--iteration-s)"
                                : repeat > 1     ? fmt::format("mean of {} simulated draws", repeat)
@@ -181,7 +187,11 @@ void add_goodput_command(CLI::App& app) {
                                   "within {:.0e}: at most {:.0f} trials", events, days, kMaxMonteCarloEvents,
                                   std::floor(kMaxMonteCarloEvents / events)));
     std::optional<GoodputBreakdown> drawn;
-    if (trials > 0) drawn = monte_carlo_goodput(monte_carlo_inputs(g, trials, seed));
+    if (trials > 0) {
+      Progress bar("goodput", progress_wanted());
+      drawn = monte_carlo_goodput(monte_carlo_inputs(g, trials, seed), [&](long done, long total) { bar.update(done, total, "Monte-Carlo trials"); });
+      bar.finish();
+    }
     const double tokens_per_step = double(s.global_batch) * s.model.seq_len;
     const double ideal_tokens_per_s = tokens_per_step / g.step_mean_s;
 
@@ -217,7 +227,17 @@ void add_goodput_command(CLI::App& app) {
       if (drawn) j["monte_carlo"] = breakdown_json(*drawn);
       write_json(o->json, j);
     }
-    if (json_to_stdout(o->json)) return;
+    if (!o->csv.empty()) {
+      nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+      rows.push_back(nlohmann::ordered_json{{"estimate", "closed_form"}});
+      rows.back().update(breakdown_json(expected));
+      if (drawn) {
+        rows.push_back(nlohmann::ordered_json{{"estimate", "monte_carlo"}});
+        rows.back().update(breakdown_json(*drawn));
+      }
+      write_csv(o->csv, rows);
+    }
+    if (!table_to_stdout(o->json, o->csv)) return;
     std::cout << fmt::format("# clustersim goodput: {} ({} {} GPUs, {:g} days)\n", s.name, s.gpus(), s.gpu.name, days);
     std::cout << fmt::format("{:<22}{:>12.3f} s   ({})\n", "step time", g.step_mean_s, g.step_origin);
     for (int k = 0; k < kComponentKinds; ++k) {
@@ -251,9 +271,9 @@ void add_goodput_command(CLI::App& app) {
   });
 }
 
-void bench_goodput(const std::string& scenario, long trials, long repeat) {
+BenchResult bench_goodput(const std::string& scenario, const std::vector<std::string>& sets, long trials, long repeat) {
   check_input_path(scenario, "--goodput");
-  const ScenarioSpec s = named_by("--goodput", scenario, [&] { return load_scenario(scenario); });
+  const ScenarioSpec s = named_by("--goodput", scenario, [&] { return load_scenario(scenario, sets); });
   check_reliability(s);
   const auto t0 = std::chrono::steady_clock::now();
   const GoodputSetup g = prepare(s, 54, simulate_steps(s, 1), "simulated once");
@@ -267,12 +287,19 @@ void bench_goodput(const std::string& scenario, long trials, long repeat) {
     wall.push_back(seconds_since(t1));
     cpu.push_back(cpu_seconds() - c0);
   }
-  std::cout << fmt::format("# clustersim bench --goodput: {} ({} GPUs), 54 days, {} trials, median of {} runs\n", s.name,
-                           s.gpus(), trials, repeat);
-  std::cout << fmt::format("# {:>17} {:>14} {:>12} {:>10} {:>14} {:>10}\n", "simulate+setup(s)", "monte-carlo(s)", "cpu(s)",
+  BenchResult out;
+  out.mode = "goodput";
+  out.config = {{"scenario", s.name}, {"file", scenario}, {"overrides", sets}, {"days", 54}, {"trials", trials}, {"repeat", repeat}};
+  out.rows.push_back({{"scenario", s.name}, {"gpus", s.gpus()}, {"setup_s", setup_s}, {"monte_carlo_s", nearest_rank(wall, 50)},
+                      {"monte_carlo_cpu_s", nearest_rank(cpu, 50)}, {"step_s", g.step_mean_s}, {"interruptions", drawn.interruptions},
+                      {"goodput_fraction", drawn.goodput_fraction()}});
+  out.table = fmt::format("# clustersim bench --goodput: {} ({} GPUs), 54 days, {} trials, median of {} runs\n", s.name, s.gpus(),
+                          trials, repeat);
+  out.table += fmt::format("# {:>17} {:>14} {:>12} {:>10} {:>14} {:>10}\n", "simulate+setup(s)", "monte-carlo(s)", "cpu(s)",
                            "step(s)", "interruptions", "goodput");
-  std::cout << fmt::format("  {:>17.3f} {:>14.4f} {:>12.4f} {:>10.3f} {:>14.1f} {:>9.2f}%\n", setup_s, nearest_rank(wall, 50),
+  out.table += fmt::format("  {:>17.3f} {:>14.4f} {:>12.4f} {:>10.3f} {:>14.1f} {:>9.2f}%\n", setup_s, nearest_rank(wall, 50),
                            nearest_rank(cpu, 50), g.step_mean_s, drawn.interruptions, 100 * drawn.goodput_fraction());
+  return out;
 }
 
 }  // namespace clustersim::cli

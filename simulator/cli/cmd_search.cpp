@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/cli/search_report.hpp"
 #include "simulator/cli/search_verify.hpp"
 #include "simulator/progress.hpp"
 #include "simulator/search_screen.hpp"
@@ -30,7 +31,7 @@ struct SearchOptions {
   std::string scenario;
   std::vector<std::string> overrides, vary;
   std::string gpus, global_batch, top = "10", jobs = "2";
-  std::string json, csv;
+  std::string json, csv, report, catalog;
   std::string slurm;                ///< --slurm DIR: verify as a Slurm job array over this folder
   std::vector<std::string> sbatch;  ///< --sbatch OPTION, passed to sbatch as given
   bool quiet = false;
@@ -145,10 +146,12 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--vary", o->vary, "dimensions to vary: tp,pp,dp,cp,ep,vpp,microbatch,recompute,zero,schedule (default: all)")
       ->delimiter(',');
   cmd->add_option("--set", o->overrides, "override a field of the scenario first: --set parallel.sequence_parallel=true");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--top", o->top, "configurations verified on the engine, best screened first (default 10)");
   cmd->add_option("-j", o->jobs, "engine runs at a time, each in its own process (default 2)");
   cmd->add_option("--json", o->json, "write the verified rows as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--csv", o->csv, "write the verified rows as CSV");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report: the verified rows, their Pareto front, the fastest's timeline");
   cmd->add_option("--slurm", o->slurm,
                   "verify as a Slurm job array over this folder (shared by the nodes); rerun to resume");
   cmd->add_option("--sbatch", o->sbatch, "an option for sbatch with --slurm, e.g. --sbatch=--partition=gpu (repeatable)");
@@ -165,6 +168,7 @@ void add_search_command(CLI::App& app) {
     const int top = static_cast<int>(parse_integer(o->top, "--top", 0, 10000));
     const int jobs = static_cast<int>(parse_integer(o->jobs, "-j", 1, 256));
     check_input_path(o->scenario, "scenario");
+    if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     // The scenario as given; then its GPU count and batch, which need not suit its own layout (the
     // search changes that): dp follows the GPUs, and each verified configuration is loaded anew.
     ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
@@ -183,6 +187,7 @@ void add_search_command(CLI::App& app) {
     }
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->csv.empty()) check_csv_path(o->csv, o->json);
+    if (!o->report.empty()) check_output_path(o->report, "--report");
     if (!o->sbatch.empty() && o->slurm.empty())
       throw UserError("command line", 0, "--sbatch", "expected --slurm DIR beside it (sbatch options are for the job array)");
     if (!o->slurm.empty()) {  // before the screen, so a typo does not cost it
@@ -231,6 +236,11 @@ void add_search_command(CLI::App& app) {
       j["pareto"] = nlohmann::ordered_json::array();
       for (const Verified* v : pareto_front(rows)) j["pareto"].push_back(v->screen.config.text());
       write_json(o->json, j);
+    }
+    if (!o->report.empty()) {
+      std::vector<std::string> front;
+      for (const Verified* v : pareto_front(rows)) front.push_back(v->screen.config.text());
+      write_file(o->report, search_report_page(o->scenario, o->overrides, base, result, rows, front), "--report");
     }
     if (table_to_stdout(o->json, o->csv)) print_table(base, result, rows);
   });

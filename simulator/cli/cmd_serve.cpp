@@ -232,39 +232,4 @@ void add_serve_command(CLI::App& app) {
   });
 }
 
-void bench_serve(long repeat) {
-  // Issue 19's targets: one hour at 10 requests/s on one 8-GPU replica (<= 10 s on one core), and
-  // 1,000 replicas for ten simulated minutes (<= 5 min).
-  struct Case {
-    const char* what;
-    const char* file;
-    std::vector<std::string> sets;
-  };
-  const std::vector<Case> cases = {
-      {"1 replica x 8 GPUs, 1 h at 10 req/s", "scenarios/serving/llama3-70b-h100-tp8.yaml",
-       {"serving.requests.rate_per_s=10", "serving.requests.duration_s=3600"}},
-      {"1000 replicas x 8 GPUs, 10 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet.yaml", {}}};
-  std::cout << fmt::format("# clustersim bench --serve: median of {} runs; cpu is one core's\n", repeat);
-  std::cout << fmt::format("# {:<48} {:>10} {:>10} {:>12} {:>12}\n", "case", "wall(s)", "cpu(s)", "requests", "iterations");
-  for (const Case& c : cases) {
-    const std::string file = shipped_file(c.file);
-    check_input_path(file, "--serve");
-    const ServingSpec s = named_by("--serve", file, [&] { return load_serving(file, c.sets); });
-    std::vector<double> wall, cpu;
-    std::size_t requests = 0;
-    long iterations = 0;
-    for (long k = 0; k < repeat; ++k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const double c0 = cpu_seconds();
-      const ServeResult r = simulate_serving(s);
-      wall.push_back(seconds_since(t0));
-      cpu.push_back(cpu_seconds() - c0);
-      requests = r.requests.size();
-      iterations = r.iterations;
-    }
-    std::cout << fmt::format("  {:<48} {:>10.3f} {:>10.3f} {:>12} {:>12}\n", c.what, nearest_rank(wall, 50), nearest_rank(cpu, 50),
-                             requests, iterations);
-  }
-}
-
 }  // namespace clustersim::cli

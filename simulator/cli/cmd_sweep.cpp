@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/cli/search_report.hpp"
 #include "simulator/cli/search_verify.hpp"
 #include "simulator/cli/sweep_output.hpp"
 #include "simulator/cli/sweep_run.hpp"
@@ -23,7 +24,7 @@ struct SweepOptions {
   std::string scenario;
   std::vector<std::string> overrides, vary, vary_cluster;
   std::string top = "5", jobs = "2", prices, usd_per_kWh = "0.08", amortisation_years = "4";
-  std::string json, csv, svg, keep_clusters;
+  std::string json, csv, svg, report, keep_clusters, catalog;
   bool quiet = false;
 };
 
@@ -38,6 +39,7 @@ void add_sweep_command(CLI::App& app) {
                   "nics_per_node, nic_Gbps, fabric, rails, oversubscription.N, radix.N");
   cmd->add_option("--vary", o->vary, "configuration dimensions the search varies, as search's --vary (default: all)")->delimiter(',');
   cmd->add_option("--set", o->overrides, "override a field of the scenario first");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--top", o->top, "configurations verified on the engine per point (default 5)");
   cmd->add_option("-j", o->jobs, "engine runs at a time, each in its own process (default 2)");
   cmd->add_option("--prices", o->prices, "price and power catalog (default scenarios/prices.yaml)");
@@ -46,6 +48,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "write the points as JSON (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--csv", o->csv, "write the points as CSV");
   cmd->add_option("--svg", o->svg, "draw the Pareto front of tokens/s against capital cost as SVG");
+  cmd->add_option("--report", o->report, "write a self-contained HTML report: the points, their Pareto front, each point's configurations");
   cmd->add_option("--keep-clusters", o->keep_clusters, "write each point's cluster file into this folder and keep it");
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->disable_flag_override();
   cmd->callback([o] {
@@ -66,12 +69,14 @@ void add_sweep_command(CLI::App& app) {
     econ.usd_per_kWh = parse_number(o->usd_per_kWh, "--usd-per-kWh", 0, 10);
     econ.amortisation_years = parse_number(o->amortisation_years, "--amortisation-years", 0.1, 100);
     check_input_path(o->scenario, "scenario");
+    if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     const std::string prices_file = o->prices.empty() ? shipped_file("scenarios/prices.yaml") : o->prices;
     check_input_path(prices_file, "--prices");
     const PriceCatalog catalog = named_by("--prices", prices_file, [&] { return load_price_catalog(prices_file, "--prices"); });
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->csv.empty()) check_csv_path(o->csv, o->json);
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
+    if (!o->report.empty()) check_output_path(o->report, "--report");
     const ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
 
     SweepRequest request{o->scenario, o->overrides, dims, vary, top, jobs, o->keep_clusters, !o->quiet && progress_wanted()};
@@ -100,6 +105,7 @@ void add_sweep_command(CLI::App& app) {
       write_json(o->json, j);
     }
     if (!o->svg.empty()) write_file(o->svg, sweep_svg(base.name + ": tokens/s against capital cost", rows), "--svg");
+    if (!o->report.empty()) write_file(o->report, sweep_report_page(base, o->vary_cluster, vary, prices_file, rows, econ), "--report");
     if (table_to_stdout(o->json, o->csv)) print_sweep_table(title, rows, econ);
   });
 }

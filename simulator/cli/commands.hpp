@@ -35,11 +35,7 @@ void add_search_command(CLI::App& app);
 void add_goodput_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_schema_command(CLI::App& app);
-/// `bench --goodput`: the 54-day Monte-Carlo of a scenario's goodput, `trials` trials, timed `repeat` times.
-void bench_goodput(const std::string& scenario, long trials, long repeat);
 void add_serve_command(CLI::App& app);
-/// `bench --serve`: issue 19's serving speed cases, each timed `repeat` times (cmd_serve.cpp).
-void bench_serve(long repeat);
 
 /// "8", "64K", "1M", "8G": binary multiples, as nccl-tests reads -b and -e.
 Bytes parse_size(const std::string& text, const std::string& option);

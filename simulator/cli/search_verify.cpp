@@ -129,7 +129,7 @@ std::string no_configuration(const ScreenResult& r) {
 
 nlohmann::ordered_json row_json(const Verified& v) {
   const Configuration& c = v.screen.config;
-  nlohmann::ordered_json j{{"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"ep", c.ep},
+  nlohmann::ordered_json j{{"configuration", c.text()}, {"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"ep", c.ep},
                            {"virtual_stages", c.virtual_stages}, {"microbatch", c.microbatch},
                            {"recompute", recompute_text(c.recompute, {})}, {"zero_stage", c.zero_stage},
                            {"schedule", c.schedule->name()},
