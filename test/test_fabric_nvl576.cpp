@@ -91,6 +91,17 @@ TEST_CASE("two-level NVSwitch: a domain sends to another at full GPU rate, and a
   CHECK(domain_to_domain(test::cluster_from_yaml(two_level(4)), s) == Approx(latency + 4 * s / 100e9).epsilon(1e-9));
 }
 
+TEST_CASE("two-level NVSwitch: oversubscription left out is its documented default, 1 (non-blocking)") {
+  // workloads/key_reference.cpp documents the default; test_key_reference counts on this test for it.
+  std::string text = two_level(1);
+  const std::string written = ", oversubscription: 1.000000";
+  REQUIRE(text.find(written) != std::string::npos);
+  text.erase(text.find(written), written.size());
+  const Bytes s = Bytes{1} << 30;
+  CHECK(domain_to_domain(test::cluster_from_yaml(text), s) == Approx(domain_to_domain(test::cluster_from_yaml(two_level(1)), s)).epsilon(1e-12));
+  CHECK(domain_to_domain(test::cluster_from_yaml(text), s) < domain_to_domain(test::cluster_from_yaml(two_level(4)), s));
+}
+
 TEST_CASE("NVLS over two NVSwitch levels reduces in each first-level switch: a domain's uplink carries one partial") {
   // All-reduce over 8 GPUs in two domains of 4, non-blocking: every GPU link carries (n+1)/n S / e
   // as on one level; each uplink direction one partial or one sum a shard, S / e over its 400 GB/s:

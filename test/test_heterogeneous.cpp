@@ -38,7 +38,7 @@ double compute_of(const nlohmann::json& j, int stage) {
 
 }  // namespace
 
-TEST_CASE("each pipeline stage computes as on a cluster of its own GPU model; the job is paced by the slower") {
+TEST_CASE("each pipeline stage computes as on a cluster of its own GPU model, and the job is paced by the slower") {
   // tp 8 x dp 2 per stage: two whole nodes each. Stage 0 on the A100 nodes, stage 1 on the H100s,
   // then the other way round.
   const nlohmann::json a100 = run(four_nodes("A100-SXM-80GB"), "{tp: 8, pp: 2, dp: 2}");

@@ -25,7 +25,7 @@ std::string jobs_file(const std::string& a, const std::string& b, const std::str
 
 }  // namespace
 
-TEST_CASE("--set JOB.placement places a job as the file would") {
+TEST_CASE("run --set JOB.placement places a job as the file would") {
   const std::string path = jobs_file("contiguous", "contiguous");
   CHECK(load_jobs_scenario(path).jobs[1].nodes == std::vector<int>{2, 3});
   CHECK(load_jobs_scenario(path, {"a.placement=scattered", "b.placement=scattered"}).jobs[1].nodes ==
