@@ -12,6 +12,7 @@
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/cli/search_verify.hpp"
+#include "simulator/cli/slurm_verify.hpp"
 #include "simulator/cli/sweep_output.hpp"
 #include "simulator/cli/sweep_run.hpp"
 
@@ -24,6 +25,8 @@ struct SweepOptions {
   std::vector<std::string> overrides, vary, vary_cluster;
   std::string top = "5", jobs = "2", prices, usd_per_kWh = "0.08", amortisation_years = "4";
   std::string json, csv, svg, keep_clusters;
+  std::string slurm;                ///< --slurm DIR: verify every point as one Slurm job array over this folder
+  std::vector<std::string> sbatch;  ///< --sbatch OPTION, passed to sbatch as given
   bool quiet = false;
 };
 
@@ -35,7 +38,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("scenario", o->scenario, "scenario YAML (its cluster is the sweep's starting point)")->required();
   cmd->add_option("--vary-cluster", o->vary_cluster,
                   "a cluster dimension and its values, NAME=V1,V2 (repeat for more): cluster, gpu, gpus_per_node, "
-                  "nics_per_node, nic_Gbps, fabric, rails, oversubscription.N, radix.N");
+                  "nics_per_node, nic_Gbps, fabric, rails, oversubscription.N, radix.N, switches.N (N: the tier, 1 for the "
+                  "leaves; switches.2: spines per pod)");
   cmd->add_option("--vary", o->vary, "configuration dimensions the search varies, as search's --vary (default: all)")->delimiter(',');
   cmd->add_option("--set", o->overrides, "override a field of the scenario first");
   cmd->add_option("--top", o->top, "configurations verified on the engine per point (default 5)");
@@ -47,6 +51,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--csv", o->csv, "write the points as CSV");
   cmd->add_option("--svg", o->svg, "draw the Pareto front of tokens/s against capital cost as SVG");
   cmd->add_option("--keep-clusters", o->keep_clusters, "write each point's cluster file into this folder and keep it");
+  cmd->add_option("--slurm", o->slurm,
+                  "verify every point's best as one Slurm job array over this folder (shared by the nodes); rerun to resume");
+  cmd->add_option("--sbatch", o->sbatch, "an option for sbatch with --slurm, e.g. --sbatch=--partition=gpu (repeatable)");
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->disable_flag_override();
   cmd->callback([o] {
     std::vector<SweepDimension> dims;
@@ -72,9 +79,11 @@ void add_sweep_command(CLI::App& app) {
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->csv.empty()) check_csv_path(o->csv, o->json);
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
+    check_slurm_options(o->slurm, o->sbatch);
     const ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
 
-    SweepRequest request{o->scenario, o->overrides, dims, vary, top, jobs, o->keep_clusters, !o->quiet && progress_wanted()};
+    SweepRequest request{o->scenario, o->overrides, dims, vary, top, jobs, o->keep_clusters, !o->quiet && progress_wanted(),
+                         o->slurm, o->sbatch, o->quiet};
     const std::vector<SweepRow> rows = run_sweep(request, base, catalog);
 
     const std::string title = fmt::format("# clustersim sweep: {} ({} on {} GPUs; global batch {}); prices: {}", base.name,
