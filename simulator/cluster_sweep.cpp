@@ -13,7 +13,7 @@ namespace clustersim {
 namespace {
 
 const char* const kPlain[] = {"cluster", "gpu", "gpus_per_node", "nics_per_node", "nic_Gbps", "fabric", "rails"};
-const char* const kPerTier[] = {"oversubscription", "radix"};
+const char* const kPerTier[] = {"oversubscription", "radix", "switches"};
 
 [[noreturn]] void bad(const std::string& expected) { throw UserError("command line", 0, "--vary-cluster", expected); }
 
@@ -67,7 +67,7 @@ void set_fabric_type(YAML::Node fabric, const std::string& type) {
 
 const std::vector<std::string>& sweep_dimension_names() {
   static const std::vector<std::string> names{"cluster", "gpu", "gpus_per_node", "nics_per_node", "nic_Gbps",
-                                              "fabric", "rails", "oversubscription.N", "radix.N"};
+                                              "fabric", "rails", "oversubscription.N", "radix.N", "switches.N"};
   return names;
 }
 
@@ -159,6 +159,7 @@ std::string point_cluster_yaml(const std::string& base_cluster_file, const Clust
       if (!tiers || !tiers.IsSequence() || static_cast<int>(tiers.size()) < tier)
         bad(fmt::format("point {}: {}: the cluster ({}) has {} tiers, no tier {}", where, name, file,
                         tiers && tiers.IsSequence() ? tiers.size() : 0, tier));
+      // switches.1 reaches the loader, which names the leaves' count as derived.
       tiers[tier - 1][base] = value;
     }
   }

@@ -12,7 +12,8 @@
 namespace clustersim {
 
 /// What --vary-cluster may name: cluster, gpu, gpus_per_node, nics_per_node, nic_Gbps, fabric,
-/// rails, oversubscription.N and radix.N (N: the tier, 1 for the leaves).
+/// rails, oversubscription.N, radix.N and switches.N (N: the tier, 1 for the leaves; switches.2 is
+/// the spine count per pod, switches.3 the cores per plane).
 const std::vector<std::string>& sweep_dimension_names();
 
 struct SweepDimension {

@@ -101,7 +101,7 @@ void claim_folder(const std::string& dir, const nlohmann::json& manifest) {
       throw slurm_error(path + " is not a manifest clustersim wrote; give an empty or new folder");
     }
     if (held != manifest)
-      throw slurm_error(dir + " holds the tasks of another search (its manifest.json differs); give an empty or new folder");
+      throw slurm_error(dir + " holds the tasks of another search or sweep (its manifest.json differs); give an empty or new folder");
     return;
   }
   std::ofstream(path) << manifest.dump(1) << "\n";
@@ -125,8 +125,9 @@ long results_present(const std::string& dir, long count) {
 
 }  // namespace
 
-std::string file_fingerprint(const std::string& path) {
-  const std::string bytes = read_input_file(path);
+std::string file_fingerprint(const std::string& path) { return text_fingerprint(read_input_file(path)); }
+
+std::string text_fingerprint(const std::string& bytes) {
   std::uint64_t h = 14695981039346656037ULL;
   for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
   return fmt::format("{:016x}", h);

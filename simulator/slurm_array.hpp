@@ -41,5 +41,7 @@ void write_slurm_result(const std::string& dir, long index, const std::string& t
 /// The 64-bit FNV-1a hash of a file's bytes, in hex: a manifest names its inputs by content, so a
 /// scenario edited between two runs does not resume onto results of the old one.
 std::string file_fingerprint(const std::string& path);
+/// The same hash of a text.
+std::string text_fingerprint(const std::string& text);
 
 }  // namespace clustersim

@@ -6,10 +6,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <string>
 
 #include "one_line_error.hpp"
+#include "slurm_fixture.hpp"
 #include "support.hpp"
 
 namespace {
@@ -17,19 +17,9 @@ namespace {
 using clustersim::test::CliResult;
 using clustersim::test::run_cli;
 
-bool slurm_available() {
-  const char* conf = std::getenv("SLURM_CONF");
-  if (conf != nullptr && std::filesystem::exists(conf)) return true;
-  WARN("no test Slurm (slurm-wlm and munge come from .ci/install-deps): skipped");
-  return false;
-}
+using clustersim::test::slurm_available;
 
-std::string fresh_folder(const std::string& tag) {
-  const std::string dir = std::filesystem::temp_directory_path().string() + "/clustersim-slurm-" + tag + "-" +
-                          std::to_string(std::random_device{}());
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::string fresh_folder(const std::string& tag) { return clustersim::test::fresh_slurm_folder(tag); }
 
 const std::string kSearch = "search " + clustersim::test::source_path("scenarios/validation/narayanan-1.7b.yaml") +
                             " --vary pp,microbatch --top 4 --json -";

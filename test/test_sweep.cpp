@@ -90,3 +90,28 @@ TEST_CASE("sweep: --keep-clusters writes each point's cluster file, which search
   const auto j = test::cli_json("search " + kScenario + " --vary pp --top 1 -q --set cluster=" + dir + "/point-0.yaml");
   CHECK(j.at("rows").size() == 1);
 }
+
+TEST_CASE("sweep: switches.2 sets the spine count; every leaf uplink stays cabled and each extra switch is priced", "[sweep]") {
+  // 4 DGX A100 on the A100 SuperPOD's three tiers of 40-port HDR switches: 8 rail leaves of 20 up-ports,
+  // one pod. The fewest spines that take an equal share of 20 uplinks in 20 down-ports each are 10
+  // (two links to each leaf); 20 spines take one each. Either way 8 x 20 = 160 leaf-spine cables.
+  // Each spine is a plane with one core above it (its 20 up-ports fit one 40-port core): 10 or 20
+  // cores, and 20 spine-core cables per spine.
+  const auto j = test::cli_json(kSweep + " --vary-cluster switches.2=10,20");
+  const PriceCatalog prices = load_price_catalog(source_path("scenarios/prices.yaml"));
+  REQUIRE(j.at("points").size() == 2);
+  for (int i = 0; i < 2; ++i) {
+    const int spines = i == 0 ? 10 : 20;
+    const auto& tiers = j.at("points")[i].at("bill_of_materials").at("tiers");
+    CHECK(tiers[1].at("tier") == 2);
+    CHECK(tiers[1].at("switches") == spines);
+    CHECK(tiers[1].at("cables") == 160);
+    CHECK(tiers[2].at("switches") == spines);
+    CHECK(tiers[2].at("cables") == 20 * spines);
+  }
+  // Ten more spines and ten more cores (one QM9700 each: 40 HDR ports fit its 128 NDR200 ports) and
+  // 200 more spine-core cables with their two optics, nothing else.
+  const double extra = j.at("points")[1].at("cost").at("capital_usd").get<double>() -
+                       j.at("points")[0].at("cost").at("capital_usd").get<double>();
+  CHECK(extra == Approx(20 * prices.switches[0].price_usd + 200 * (2 * prices.optics[0].price_usd + prices.cables[0].price_usd)));
+}

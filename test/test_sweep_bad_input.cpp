@@ -22,7 +22,7 @@ const std::string kSweep = "sweep " + kScenario + " --vary pp --top 1 -q ";
 TEST_CASE("sweep: a cluster dimension that does not exist is named with the ones that do", "[sweep]") {
   require_one_line_error(run_cli(kSweep + "--vary-cluster spine_count=4,8"), "error: command line: --vary-cluster: ",
                          "expected a dimension among cluster, gpu, gpus_per_node, nics_per_node, nic_Gbps, fabric, rails, "
-                         "oversubscription.N, radix.N (N: the tier, 1 to 3); got 'spine_count'");
+                         "oversubscription.N, radix.N, switches.N (N: the tier, 1 to 3); got 'spine_count'");
   require_one_line_error(run_cli(kSweep + "--vary-cluster oversubscription.7=2"), "error: command line: --vary-cluster: ",
                          "got 'oversubscription.7'");
   require_one_line_error(run_cli(kSweep + "--vary-cluster nic_Gbps"), "error: command line: --vary-cluster: ",
@@ -46,6 +46,13 @@ TEST_CASE("sweep: a point that cannot be built says which point and what the clu
   const std::string fat_tree = clustersim::test::source_path("scenarios/procurement/llama3-70b-1024.yaml");
   require_one_line_error(run_cli("sweep " + fat_tree + " --vary-cluster radix.3=64 -q"), "error: command line: --vary-cluster: ",
                          "point radix.3=64: radix.3: the cluster");
+  // Its leaves have 32 uplinks each: 12 spines cannot take an equal share, and the leaves' count
+  // follows from the NICs.
+  require_one_line_error(run_cli("sweep " + fat_tree + " --vary-cluster switches.2=16,12 -q"), "error: command line: --vary-cluster: ",
+                         "point switches.2=12 cannot be built: fabric.tiers: cannot build: 12 spines do not divide the 32 "
+                         "uplinks of each switch below evenly");
+  require_one_line_error(run_cli("sweep " + fat_tree + " --vary-cluster switches.1=4 -q"), "error: command line: --vary-cluster: ",
+                         "point switches.1=4 cannot be built: fabric.tiers[0].switches: expected switches only on a tier above the leaves");
 }
 
 TEST_CASE("sweep: a price catalog entry without a source, a date or a unit is an error at its line", "[sweep]") {

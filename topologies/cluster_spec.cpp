@@ -142,10 +142,15 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   if (auto tiers = f.find("tiers")) {
     for (std::size_t i = 0; i < tiers->size(); ++i) {
       YamlField t = tiers->element(i);
-      t.expect_keys({"radix", "oversubscription"});
+      t.expect_keys({"radix", "oversubscription", "switches"});
       TierSpec tier;
       tier.radix = read_count(t.child("radix"), kMaxRadix, "ports");
       if (auto o = t.find("oversubscription")) tier.oversubscription = o->as_number_in(1 / kMaxOversubscription, kMaxOversubscription, "(down:up ports)");
+      // The leaves' count follows from the NICs; the tiers above are counted per pod or plane.
+      if (auto n = t.find("switches")) {
+        if (i == 0) n->fail("expected switches only on a tier above the leaves (the leaves are as many as the NICs need)");
+        tier.switches = read_count(*n, kMaxGpus, "switches");
+      }
       fabric.tiers.push_back(tier);
     }
   }

@@ -45,6 +45,7 @@ struct NodeSpec {
 struct TierSpec {
   int radix = 0;
   double oversubscription = 1.0;  // down:up port ratio of this tier's switches
+  int switches = 0;  // above the leaves: spines per pod, cores per plane; 0: the fewest that take every uplink
 };
 
 /// How a switch picks among equal-cost next hops (topologies/router.hpp).

@@ -33,6 +33,23 @@ int switches_needed(int lowers, int uplinks_per_lower, int ports) {
   return -1;
 }
 
+/// `asked` switches (tiers[i].switches), or the fewest when 0; a count that cannot take an equal
+/// share of every lower switch's uplinks in its ports leaves `problem` saying why. More switches than
+/// the fewest keep the bandwidth (every uplink is still cabled) but spread each lower switch's
+/// uplinks over more of them: fewer parallel links per pair, more equal-cost next hops.
+int switches_of(int lowers, int uplinks_per_lower, int ports, int asked, const char* what, std::string& problem) {
+  if (asked == 0) return switches_needed(lowers, uplinks_per_lower, ports);
+  const int fewest = switches_needed(lowers, uplinks_per_lower, ports);
+  if (uplinks_per_lower % asked != 0)
+    problem = std::to_string(asked) + " " + what + " do not divide the " + std::to_string(uplinks_per_lower) +
+              " uplinks of each switch below evenly";
+  else if (static_cast<long>(lowers) * (uplinks_per_lower / asked) > ports)
+    problem = std::to_string(asked) + " " + what + " of " + std::to_string(ports) + " ports down cannot take " +
+              std::to_string(lowers) + " switches x " + std::to_string(uplinks_per_lower) + " uplinks" +
+              (fewest > 0 ? " (at least " + std::to_string(fewest) + ")" : "");
+  return problem.empty() ? asked : -2;
+}
+
 }  // namespace
 
 ClosShape clos_shape(int pods, int leaves_per_pod, const std::vector<TierSpec>& tiers) {
@@ -48,7 +65,8 @@ ClosShape clos_shape(int pods, int leaves_per_pod, const std::vector<TierSpec>& 
     shape.problem = "a 2-tier fabric has a single pod";
     return shape;
   }
-  shape.spines_per_pod = switches_needed(leaves_per_pod, leaf.up, spine_down);
+  shape.spines_per_pod = switches_of(leaves_per_pod, leaf.up, spine_down, tiers[1].switches, "spines", shape.problem);
+  if (!shape.problem.empty()) return shape;
   if (shape.spines_per_pod < 0) {
     shape.problem = "too many leaves (" + std::to_string(leaves_per_pod) + ") for spines of radix " +
                     std::to_string(tiers[1].radix) + (tiers.size() == 2 ? "; add a core tier" : "");
@@ -59,8 +77,8 @@ ClosShape clos_shape(int pods, int leaves_per_pod, const std::vector<TierSpec>& 
       shape.problem = "spine oversubscription leaves no up ports for the core tier";
       return shape;
     }
-    shape.cores_per_plane = switches_needed(pods, spine.up, tiers[2].radix);
-    if (shape.cores_per_plane < 0)
+    shape.cores_per_plane = switches_of(pods, spine.up, tiers[2].radix, tiers[2].switches, "cores", shape.problem);
+    if (shape.problem.empty() && shape.cores_per_plane < 0)
       shape.problem = "too many pods (" + std::to_string(pods) + ") for core switches of radix " +
                       std::to_string(tiers[2].radix);
   }

@@ -179,6 +179,7 @@ const std::vector<KeyReference>& key_reference() {
       {"cluster", "fabric.tiers", "switch tiers from the leaves up, a list", "none"},
       {"cluster", "fabric.tiers[].radix", "ports", ""},
       {"cluster", "fabric.tiers[].oversubscription", "down:up ports", "1"},
+      {"cluster", "fabric.tiers[].switches", "switches per pod (spines) or per plane (cores), tiers above the leaves", "the fewest that fit"},
       {"cluster", "storage", "mapping (where checkpoints go)", "none"},
       {"cluster", "storage.description", "text", "none"},
       {"cluster", "storage.write_GBps", "GB/s, the whole system", ""},

@@ -9,16 +9,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/cli/search_report.hpp"
 #include "simulator/cli/search_verify.hpp"
+#include "simulator/cli/slurm_verify.hpp"
 #include "simulator/progress.hpp"
 #include "simulator/search_screen.hpp"
-#include "simulator/slurm_array.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim::cli {
@@ -82,59 +80,6 @@ void print_table(const ScenarioSpec& s, const ScreenResult& screen, const std::v
                              gib(v->memory_bytes));
 }
 
-std::string absolute(const std::string& path) { return std::filesystem::absolute(path).lexically_normal().string(); }
-
-/// The verifications as one Slurm job array over a folder every node shares (slurm_array.hpp): each
-/// task runs `clustersim search-task DIR INDEX`, the same verification a forked child runs.
-std::vector<Verified> verify_on_slurm(const SearchOptions& o, const std::vector<ScreenPrediction>& top, Progress& bar) {
-  const std::string dir = absolute(o.slurm), scenario = absolute(o.scenario);
-  // The manifest names the work by content, so a rerun resumes only onto results of the same search.
-  nlohmann::json manifest = {{"kind", "clustersim search verifications"}, {"clustersim_version", kVersion},
-                             {"scenario", scenario},
-                             {"scenario_fnv1a", file_fingerprint(scenario)},
-                             {"tasks", nlohmann::json::array()}};
-  for (const ScreenPrediction& p : top) manifest["tasks"].push_back(configuration_overrides(o.overrides, p.config));
-  SlurmArrayOptions array;
-  array.dir = dir;
-  array.task_command = {std::filesystem::read_symlink("/proc/self/exe").string(), "search-task", dir};
-  array.job_name = "clustersim-search";
-  array.sbatch_options = o.sbatch;
-  const SlurmArrayOutcome done =
-      run_slurm_array(array, manifest, static_cast<long>(top.size()), [&](long d, long t) { bar.update(d, t); });
-  if (!o.quiet)
-    std::cerr << fmt::format("slurm: {} of {} verifications reused from {}; {} submitted{}\n", done.reused, top.size(), dir,
-                             done.submitted, done.job_id.empty() ? "" : " as job " + done.job_id);
-  std::vector<Verified> out;
-  for (std::size_t i = 0; i < top.size(); ++i)
-    out.push_back(verified_from(top[i], done.results[i], fmt::format("Slurm task {} left no result (see {}/log-{}.txt)", i, dir, i)));
-  return out;
-}
-
-/// `clustersim search-task DIR INDEX`: what one task of `search --slurm`'s job array runs.
-void add_search_task_command(CLI::App& app) {
-  auto args = std::make_shared<std::pair<std::string, std::string>>();
-  CLI::App* cmd = app.add_subcommand("search-task", "one verification of search --slurm's job array (Slurm runs it)");
-  cmd->group("");  // not for users: left out of --help
-  cmd->add_option("dir", args->first, "the job array's folder")->required();
-  cmd->add_option("index", args->second, "the task's index")->required();
-  cmd->callback([args] {
-    const std::string& dir = args->first;
-    const nlohmann::json manifest = read_slurm_manifest(dir);
-    std::string scenario;
-    std::vector<std::string> overrides;
-    long index = 0;
-    try {
-      const nlohmann::json& tasks = manifest.at("tasks");
-      index = parse_integer(args->second, "index", 0, static_cast<long>(tasks.size()) - 1);
-      scenario = manifest.at("scenario").get<std::string>();
-      overrides = tasks.at(static_cast<std::size_t>(index)).get<std::vector<std::string>>();
-    } catch (const nlohmann::json::exception&) {
-      throw UserError(dir + "/manifest.json", 0, "tasks", "expected the manifest search --slurm wrote");
-    }
-    write_slurm_result(dir, index, verify_one(scenario, overrides));
-  });
-}
-
 }  // namespace
 
 void add_search_command(CLI::App& app) {
@@ -188,14 +133,7 @@ void add_search_command(CLI::App& app) {
     if (!o->json.empty()) check_json_path(o->json);
     if (!o->csv.empty()) check_csv_path(o->csv, o->json);
     if (!o->report.empty()) check_output_path(o->report, "--report");
-    if (!o->sbatch.empty() && o->slurm.empty())
-      throw UserError("command line", 0, "--sbatch", "expected --slurm DIR beside it (sbatch options are for the job array)");
-    if (!o->slurm.empty()) {  // before the screen, so a typo does not cost it
-      std::error_code ec;
-      std::filesystem::create_directories(o->slurm, ec);
-      if (ec || access(o->slurm.c_str(), W_OK | X_OK) != 0)
-        throw UserError("command line", 0, "--slurm", "expected a folder that can be created and written; got " + o->slurm);
-    }
+    check_slurm_options(o->slurm, o->sbatch);
 
     Progress bar("screening", !o->quiet && progress_wanted());
     const auto t0 = std::chrono::steady_clock::now();
@@ -211,8 +149,14 @@ void add_search_command(CLI::App& app) {
     std::vector<ScreenPrediction> best(result.valid.begin(),
                                        result.valid.begin() + std::min<long>(top, static_cast<long>(result.valid.size())));
     Progress verifying("verifying", !o->quiet && progress_wanted());
-    std::vector<Verified> rows = o->slurm.empty() ? verify(o->scenario, o->overrides, best, jobs, verifying)
-                                                  : verify_on_slurm(*o, best, verifying);
+    std::vector<Verified> rows;
+    if (o->slurm.empty()) {
+      rows = verify(o->scenario, o->overrides, best, jobs, verifying);
+    } else {
+      std::vector<std::vector<std::string>> tasks;
+      for (const ScreenPrediction& p : best) tasks.push_back(configuration_overrides(o->overrides, p.config));
+      rows = verify_on_slurm({o->slurm, o->scenario, "search", o->sbatch, o->quiet}, tasks, best, verifying);
+    }
     verifying.finish();
     std::stable_sort(rows.begin(), rows.end(), [](const Verified& a, const Verified& b) {
       if (a.ok != b.ok) return a.ok;

@@ -13,6 +13,7 @@
 #include "simulator/cli/commands.hpp"
 #include "simulator/cli/search_report.hpp"
 #include "simulator/cli/search_verify.hpp"
+#include "simulator/cli/slurm_verify.hpp"
 #include "simulator/cli/sweep_output.hpp"
 #include "simulator/cli/sweep_run.hpp"
 
@@ -25,6 +26,8 @@ struct SweepOptions {
   std::vector<std::string> overrides, vary, vary_cluster;
   std::string top = "5", jobs = "2", prices, usd_per_kWh = "0.08", amortisation_years = "4";
   std::string json, csv, svg, report, keep_clusters, catalog;
+  std::string slurm;                ///< --slurm DIR: verify every point as one Slurm job array over this folder
+  std::vector<std::string> sbatch;  ///< --sbatch OPTION, passed to sbatch as given
   bool quiet = false;
 };
 
@@ -36,7 +39,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("scenario", o->scenario, "scenario YAML (its cluster is the sweep's starting point)")->required();
   cmd->add_option("--vary-cluster", o->vary_cluster,
                   "a cluster dimension and its values, NAME=V1,V2 (repeat for more): cluster, gpu, gpus_per_node, "
-                  "nics_per_node, nic_Gbps, fabric, rails, oversubscription.N, radix.N");
+                  "nics_per_node, nic_Gbps, fabric, rails, oversubscription.N, radix.N, switches.N (N: the tier, 1 for the "
+                  "leaves; switches.2: spines per pod)");
   cmd->add_option("--vary", o->vary, "configuration dimensions the search varies, as search's --vary (default: all)")->delimiter(',');
   cmd->add_option("--set", o->overrides, "override a field of the scenario first");
   cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
@@ -50,6 +54,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--svg", o->svg, "draw the Pareto front of tokens/s against capital cost as SVG");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: the points, their Pareto front, each point's configurations");
   cmd->add_option("--keep-clusters", o->keep_clusters, "write each point's cluster file into this folder and keep it");
+  cmd->add_option("--slurm", o->slurm,
+                  "verify every point's best as one Slurm job array over this folder (shared by the nodes); rerun to resume");
+  cmd->add_option("--sbatch", o->sbatch, "an option for sbatch with --slurm, e.g. --sbatch=--partition=gpu (repeatable)");
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->disable_flag_override();
   cmd->callback([o] {
     std::vector<SweepDimension> dims;
@@ -77,9 +84,11 @@ void add_sweep_command(CLI::App& app) {
     if (!o->csv.empty()) check_csv_path(o->csv, o->json);
     if (!o->svg.empty()) check_output_path(o->svg, "--svg");
     if (!o->report.empty()) check_output_path(o->report, "--report");
+    check_slurm_options(o->slurm, o->sbatch);
     const ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
 
-    SweepRequest request{o->scenario, o->overrides, dims, vary, top, jobs, o->keep_clusters, !o->quiet && progress_wanted()};
+    SweepRequest request{o->scenario, o->overrides, dims, vary, top, jobs, o->keep_clusters, !o->quiet && progress_wanted(),
+                         o->slurm, o->sbatch, o->quiet};
     const std::vector<SweepRow> rows = run_sweep(request, base, catalog);
 
     const std::string title = fmt::format("# clustersim sweep: {} ({} on {} GPUs; global batch {}); prices: {}", base.name,

@@ -7,7 +7,9 @@
 #include <filesystem>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/cli/slurm_verify.hpp"
 #include "simulator/progress.hpp"
+#include "simulator/slurm_array.hpp"
 #include "topologies/cluster.hpp"
 
 namespace clustersim::cli {
@@ -64,6 +66,42 @@ ScenarioSpec load_point(const SweepRequest& o, const ScenarioSpec& base, const C
   }
 }
 
+/// With --slurm, the point's cluster file where every node reads it: DIR/cluster-<hash>.yaml, named
+/// by its content so the manifest's --set lines name the cluster by content too.
+std::string shared_point_file(const std::string& dir, const std::string& yaml) {
+  const std::string folder = std::filesystem::absolute(dir).lexically_normal().string();
+  const std::string file = folder + "/cluster-" + text_fingerprint(yaml) + ".yaml";
+  write_file(file, yaml, "--slurm");
+  return file;
+}
+
+/// Every point's best, verified: one point at a time, -j processes at once, or every point in one
+/// Slurm job array.
+void verify_points(const SweepRequest& o, const std::vector<std::vector<std::string>>& overrides,
+                   const std::vector<std::vector<ScreenPrediction>>& best, std::vector<SweepRow>& rows) {
+  if (o.slurm.empty()) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      Progress verifying(fmt::format("point {}/{} verifying", i + 1, rows.size()), o.progress);
+      rows[i].verified = verify(o.scenario, overrides[i], best[i], o.jobs, verifying);
+      verifying.finish();
+    }
+    return;
+  }
+  std::vector<std::vector<std::string>> tasks;
+  std::vector<ScreenPrediction> screens;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (const ScreenPrediction& p : best[i]) {
+      tasks.push_back(configuration_overrides(overrides[i], p.config));
+      screens.push_back(p);
+    }
+  Progress verifying(fmt::format("{} points verifying on Slurm", rows.size()), o.progress);
+  const std::vector<Verified> all = verify_on_slurm({o.slurm, o.scenario, "sweep", o.sbatch, o.quiet}, tasks, screens, verifying);
+  verifying.finish();
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t k = 0; k < best[i].size(); ++k) rows[i].verified.push_back(all[next++]);
+}
+
 }  // namespace
 
 std::vector<SweepRow> run_sweep(const SweepRequest& o, const ScenarioSpec& base, const PriceCatalog& catalog) {
@@ -77,8 +115,9 @@ std::vector<SweepRow> run_sweep(const SweepRequest& o, const ScenarioSpec& base,
   std::vector<std::vector<ScreenPrediction>> best(points.size());
   for (std::size_t i = 0; i < points.size(); ++i) {
     const ClusterPoint& p = points[i];
-    const std::string file = folder.file(i);
-    write_file(file, point_cluster_yaml(base.cluster_file, p, base.gpus()), "--keep-clusters");
+    const std::string yaml = point_cluster_yaml(base.cluster_file, p, base.gpus());
+    write_file(folder.file(i), yaml, "--keep-clusters");
+    const std::string file = o.slurm.empty() ? folder.file(i) : shared_point_file(o.slurm, yaml);
     const ScenarioSpec s = load_point(o, base, p, file, overrides[i]);
     SweepRow row;
     row.point = p;
@@ -96,11 +135,9 @@ std::vector<SweepRow> run_sweep(const SweepRequest& o, const ScenarioSpec& base,
     best[i].assign(result.valid.begin(), result.valid.begin() + std::min<long>(o.top, static_cast<long>(result.valid.size())));
     rows.push_back(std::move(row));
   }
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    Progress verifying(fmt::format("point {}/{} verifying", i + 1, points.size()), o.progress);
-    std::vector<Verified>& v = rows[i].verified;
-    v = verify(o.scenario, overrides[i], best[i], o.jobs, verifying);
-    verifying.finish();
+  verify_points(o, overrides, best, rows);
+  for (SweepRow& row : rows) {
+    std::vector<Verified>& v = row.verified;
     std::stable_sort(v.begin(), v.end(), [](const Verified& a, const Verified& b) {
       if (a.ok != b.ok) return a.ok;
       return a.ok ? a.tokens_per_s > b.tokens_per_s : false;
