@@ -180,7 +180,7 @@ TEST_CASE("validate, bench and list find the shipped scenarios from any director
 }
 
 TEST_CASE("the shared options are on every command where they make sense, spelt alike", "[cli]") {
-  // Commands that read a scenario: --set, --catalog, --json, --csv (serve: --set, --json, --csv); those that
+  // Commands that read a scenario: --set, --catalog, --json, --csv; those that
   // read a cluster alone: --cluster, --set, --json, --csv; the rest --json and --csv. -q and -v are
   // every command's (main.cpp) and are checked by test_csv_quiet_verbose.
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands{
@@ -189,7 +189,7 @@ TEST_CASE("the shared options are on every command where they make sense, spelt 
       {"search", {"--set", "--catalog", "--json", "--csv", "--report", "--gpus"}},
       {"sweep", {"--set", "--catalog", "--json", "--csv", "--report"}},
       {"goodput", {"--set", "--catalog", "--json", "--csv"}},
-      {"serve", {"--set", "--json", "--csv"}},  // its serving file names its cluster; no --catalog yet
+      {"serve", {"--set", "--catalog", "--json", "--csv"}},
       {"collective", {"--cluster", "--set", "--json", "--csv", "--report", "--gpus"}},
       {"topology", {"--cluster", "--set", "--json", "--csv", "--report"}},
       {"calibrate", {"--cluster", "--set", "--json", "--csv", "--gpus"}},

@@ -85,7 +85,7 @@ TEST_CASE("calibrate --set takes bad values as one line, exit 2", "[calibrate]")
                          "no_such_key");
 }
 
-TEST_CASE("search, sweep and goodput take --catalog as run does: the GPU read from that file", "[cli]") {
+TEST_CASE("search, sweep, goodput and serve take --catalog as run does: the GPU read from that file", "[cli]") {
   // The shipped catalog with the H100's HBM doubled, in a folder of its own.
   const std::string catalog = test::temp_file(
       test::replaced_all(test::read_file(source_path("scenarios/gpus.yaml")), "  - name: H100-SXM\n    peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}\n    hbm_GiB: 80\n",
@@ -95,7 +95,17 @@ TEST_CASE("search, sweep and goodput take --catalog as run does: the GPU read fr
   CHECK(test::cli_json("sweep " + narayanan + " --vary pp --top 1 -j 1 -q --catalog " + catalog).at("config").at("catalog") == catalog);
   const auto g = test::cli_json("goodput " + kGoodput + " --days 54 --iteration-s 10 --catalog " + catalog);
   CHECK(g.at("config").at("catalog") == catalog);
+  // serve: the replica's usable memory is HBM x memory_fraction (0.9 in this file), so the doubled
+  // HBM gives 0.9 x 80 GiB more per GPU, floored to a byte.
+  const std::string serving = source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") + " --set serving.requests.duration_s=5";
+  const auto shipped = test::cli_json("serve " + serving);
+  const auto doubled = test::cli_json("serve " + serving + " --catalog " + catalog);
+  CHECK(doubled.at("config").at("catalog") == catalog);
+  CHECK(shipped.at("config").at("catalog") != catalog);
+  const double gib = 1024.0 * 1024 * 1024;
+  CHECK(doubled.at("memory").at("usable_bytes").get<double>() - shipped.at("memory").at("usable_bytes").get<double>() ==
+        Approx(0.9 * 80 * gib).margin(1));
   std::remove(catalog.c_str());
-  for (const std::string& command : {"search " + narayanan, "sweep " + narayanan, "goodput " + kGoodput + " --days 1"})
+  for (const std::string& command : {"search " + narayanan, "sweep " + narayanan, "goodput " + kGoodput + " --days 1", "serve " + serving})
     test::require_one_line_error(run_cli(command + " --catalog /no/such/gpus.yaml"), "error: /no/such/gpus.yaml: --catalog: ", "");
 }

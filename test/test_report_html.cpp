@@ -19,11 +19,14 @@
 #include "simulator/svg_draw.hpp"
 #include "simulator/training_run.hpp"
 #include "browser_check.hpp"
+#include "html_text.hpp"
 #include "support.hpp"
 #include "workloads/scenario.hpp"
 
 using namespace clustersim;
+using clustersim::test::count_of;
 using clustersim::test::run_cli;
+using clustersim::test::section;
 using clustersim::test::source_path;
 using clustersim::test::temp_file;
 using clustersim::test::browser_problems;
@@ -36,21 +39,6 @@ const std::string kScenario = source_path("scenarios/gpt3-175b-h100-pp16.yaml");
 // DualPipe-V's 2p. Kept small so a run takes a second.
 const std::string kSmall = " --set global_batch=64";
 const std::vector<std::string> kSections{"summary", "timeline", "breakdown", "memory", "links"};
-
-std::size_t count_of(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-/// The text between `<tag ... id="id"` and the matching close of that one section.
-std::string section(const std::string& html, const std::string& id) {
-  const auto begin = html.find("<section id=\"" + id + "\"");
-  REQUIRE(begin != std::string::npos);
-  const auto end = html.find("</section>", begin);
-  REQUIRE(end != std::string::npos);
-  return html.substr(begin, end - begin);
-}
 
 /// Each `<g class="bar" ...>` of a section: (run, stage) -> the data-value of its parts, summed.
 std::map<std::pair<std::string, int>, double> bar_sums(const std::string& html) {

@@ -9,29 +9,20 @@
 #include <string>
 
 #include "browser_check.hpp"
+#include "html_text.hpp"
 #include "one_line_error.hpp"
 #include "support.hpp"
 
 using namespace clustersim;
+using clustersim::test::count_of;
 using clustersim::test::run_cli;
+using clustersim::test::section;
 using clustersim::test::source_path;
 using clustersim::test::temp_file;
 
 namespace {
 
 const std::string kScenario = source_path("scenarios/validation/narayanan-1.7b.yaml");
-
-std::size_t count_of(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-std::string section(const std::string& html, const std::string& id) {
-  const auto begin = html.find("<section id=\"" + id + "\"");
-  REQUIRE(begin != std::string::npos);
-  return html.substr(begin, html.find("</section>", begin) - begin);
-}
 
 /// Runs `args` with --report and --json to fresh files; returns (page, document).
 std::pair<std::string, nlohmann::json> report_and_json(const std::string& args) {

@@ -25,7 +25,7 @@ namespace {
 struct ServeOptions {
   std::string serving;
   std::vector<std::string> overrides;
-  std::string json, csv, trace, validate, prices, usd_per_kWh = "0.08", amortisation_years = "4";
+  std::string json, csv, trace, validate, prices, catalog, usd_per_kWh = "0.08", amortisation_years = "4";
 };
 
 struct CostInputs {
@@ -72,7 +72,7 @@ nlohmann::ordered_json config_json(const ServingSpec& s) {
     if (q.shared_prefix.tokens > 0) requests["shared_prefix"] = {{"tokens", q.shared_prefix.tokens}, {"count", q.shared_prefix.count}};
   }
   nlohmann::ordered_json j = {
-      {"file", s.file}, {"name", s.name}, {"cluster", s.cluster_file}, {"gpu", s.gpu.name}, {"model", s.model.name},
+      {"file", s.file}, {"name", s.name}, {"cluster", s.cluster_file}, {"catalog", s.catalog_file}, {"gpu", s.gpu.name}, {"model", s.model.name},
       {"precision", s.precision}, {"replicas", s.replicas}, {"gpus", s.gpus()},
       {"parallel", {{"tp", s.parallel.tp}, {"pp", s.parallel.pp}, {"ep", s.parallel.ep}}},
       {"kv_cache", {{"dtype", s.kv.dtype}, {"block_tokens", s.kv.block_tokens}, {"memory_fraction", s.kv.memory_fraction},
@@ -198,6 +198,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--set", o->overrides, "override a field: --set serving.requests.rate_per_s=20 (repeatable)");
   cmd->add_option("--json", o->json, "write the summary, series and per-request rows as JSON (- or /dev/stdout: to stdout, without the text report)");
   cmd->add_option("--csv", o->csv, "write the per-request rows as CSV, JSON's field names (- or /dev/stdout: to stdout)");
+  cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--prices", o->prices, "price and power catalog for the cost per million tokens (default scenarios/prices.yaml)");
   cmd->add_option("--usd-per-kWh", o->usd_per_kWh, "electricity price for the cost per million tokens (default 0.08)");
   cmd->add_option("--amortisation-years", o->amortisation_years, "years the cluster's price is spread over (default 4)");
@@ -205,12 +206,15 @@ void add_serve_command(CLI::App& app) {
   cmd->callback([o] {
     if (!o->validate.empty()) {
       if (!o->serving.empty()) throw UserError("command line", 0, "--validate", "expected no serving file beside --validate FILE");
+      // Each validation row names its own published setup, the GPU entry included.
+      if (!o->catalog.empty()) throw UserError("command line", 0, "--catalog", "expected a serving file: --validate rows read the shipped catalog");
       check_input_path(o->validate, "--validate");
       print_serve_validation(o->validate);
       return;
     }
     if (o->serving.empty()) throw UserError("command line", 0, "serving", "missing: expected this argument or --validate FILE (see clustersim serve --help)");
     check_input_path(o->serving, "serving");
+    if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     CostInputs cost_in{o->prices.empty() ? shipped_file("scenarios/prices.yaml") : o->prices, {}};
     cost_in.economics.usd_per_kWh = parse_number(o->usd_per_kWh, "--usd-per-kWh", 0, 10);
     cost_in.economics.amortisation_years = parse_number(o->amortisation_years, "--amortisation-years", 0.1, 100);

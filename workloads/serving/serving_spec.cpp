@@ -194,7 +194,7 @@ Seconds parse_duration(const YamlField& f) {
 }
 
 std::vector<std::string> serving_fields() {
-  std::vector<std::string> out = {"name", "precision", "serving.replicas", "serving.router", "serving.series_interval_s"};
+  std::vector<std::string> out = {"name", "precision", "catalog", "serving.replicas", "serving.router", "serving.series_interval_s"};
   add_fields(out, "serving.parallel.", kParallelFields);
   add_fields(out, "serving.kv_cache.", kKvFields);
   add_fields(out, "serving.scheduler.", kSchedulerFields);
