@@ -90,7 +90,6 @@ class Run {
     const std::size_t n = graph.flows.size();
     finish_.assign(n, -1.0);
     waiting_.assign(n, 0);
-    mover_of_.assign(n, -1);
     std::vector<int> count(n + 1, 0);
     for (const Flow& f : graph.flows)
       for (FlowId before : f.after) ++count[static_cast<std::size_t>(before) + 1];
@@ -223,7 +222,6 @@ class Run {
       list.push_back({m, static_cast<int>(k)});
       touch(mv.links[k].first);
     }
-    mover_of_[static_cast<std::size_t>(id)] = m;
     mv.bottleneck = -1;
     started_.push_back(m);
   }
@@ -242,7 +240,6 @@ class Run {
       if (at < list.size()) movers_[static_cast<std::size_t>(list[at].moving)].slot[static_cast<std::size_t>(list[at].position)] = at;
       touch(l);
     }
-    mover_of_[static_cast<std::size_t>(mv.flow)] = -1;
     mv.flow = -1;
     free_.push_back(m);
   }
@@ -286,9 +283,17 @@ class Run {
     for (int m : started_)
       if (movers_[static_cast<std::size_t>(m)].flow >= 0) join(m, region);
     started_.clear();
-    for (LinkDir l : dirty_)
-      for (const OnLink& o : on_link_[static_cast<std::size_t>(l)])
-        if (movers_[static_cast<std::size_t>(o.moving)].bottleneck == l) join(o.moving, region);
+    // A link knows how many flows it is the bottleneck of: the scan of its flows (hundreds on a
+    // shared uplink) ends once it has met them all, and is skipped where there are none.
+    for (LinkDir l : dirty_) {
+      int left = link_[static_cast<std::size_t>(l)].bottleneck_of;
+      const auto& on = on_link_[static_cast<std::size_t>(l)];
+      for (auto o = on.begin(); left > 0 && o != on.end(); ++o)
+        if (movers_[static_cast<std::size_t>(o->moving)].bottleneck == l) {
+          join(o->moving, region);
+          --left;
+        }
+    }
     dirty_.clear();
     dirty_mark_ = ++mark_;  // the next touched set starts clean
     if (region_.empty()) return;
@@ -456,7 +461,6 @@ class Run {
   std::vector<Seconds> finish_;
   std::vector<int> waiting_, succ_begin_;
   std::vector<FlowId> succ_, pending_;
-  std::vector<int> mover_of_;
   std::vector<Moving> movers_;
   std::vector<int> free_;
   std::vector<LinkDir> dirty_, region_links_;
