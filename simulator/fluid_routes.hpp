@@ -23,8 +23,9 @@ class FluidRoutes {
   explicit FluidRoutes(const FlowGraph& graph) {
     const std::size_t n = graph.flows.size();
     route_of_.assign(n, -1);
-    std::size_t slots = 16;
-    while (slots < 2 * n) slots *= 2;
+    // Open addressing, sized by the routes rather than the flows (the 1T run's 4.27M flows take
+    // far fewer routes, and a table over every flow was 64 MiB of pages to fault in).
+    std::size_t slots = 1024;
     std::vector<int> table(slots, -1);
     std::vector<std::uint64_t> hash_of;
     std::vector<LinkDir> sorted;
@@ -40,6 +41,16 @@ class FluidRoutes {
           break;
       }
       if (table[at] < 0) {  // a new route: its distinct links, sorted, with their counts
+        if (2 * (first_flow_.size() + 1) > slots) {  // at most half full
+          slots *= 2;
+          table.assign(slots, -1);
+          for (std::size_t r = 0; r < hash_of.size(); ++r) {
+            std::size_t to = hash_of[r] & (slots - 1);
+            while (table[to] >= 0) to = (to + 1) & (slots - 1);
+            table[to] = static_cast<int>(r);
+          }
+          for (at = h & (slots - 1); table[at] >= 0;) at = (at + 1) & (slots - 1);
+        }
         table[at] = static_cast<int>(first_flow_.size());
         first_flow_.push_back(static_cast<FlowId>(id));
         hash_of.push_back(h);
