@@ -91,7 +91,7 @@ TEST_CASE("sweep: --keep-clusters writes each point's cluster file, which search
   CHECK(j.at("rows").size() == 1);
 }
 
-TEST_CASE("sweep: switches.2 sets the spine count; every leaf uplink stays cabled and each extra switch is priced", "[sweep]") {
+TEST_CASE("sweep: switches.2 sets the spine count, every leaf uplink stays cabled and each extra switch is priced", "[sweep]") {
   // 4 DGX A100 on the A100 SuperPOD's three tiers of 40-port HDR switches: 8 rail leaves of 20 up-ports,
   // one pod. The fewest spines that take an equal share of 20 uplinks in 20 down-ports each are 10
   // (two links to each leaf); 20 spines take one each. Either way 8 x 20 = 160 leaf-spine cables.
