@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "simulator/event_queue.hpp"
+#include "simulator/fluid_routes.hpp"
 #include "topologies/invariant.hpp"
 
 namespace clustersim {
@@ -23,7 +24,7 @@ struct Moving {
   double rate_Bps = 0;
   double remaining_bytes = 0;  // at `since`
   Seconds since = 0;
-  std::vector<std::pair<LinkDir, double>> links;
+  std::span<const FluidRoutes::Listed> links;  // its route's, merged (FluidRoutes::merged)
   std::vector<std::size_t> slot;  // slot[k]: its place in on_link[links[k].first]
   LinkDir bottleneck = -1;  // the full link its rate is set by
   // Scratch of one solve.
@@ -82,14 +83,13 @@ namespace {
 class Run {
  public:
   Run(FluidSolver::Tables& t, const FlowGraph& graph, long& solves, long& rated)
-      : t_(t), graph_(graph), solves_(solves), rated_(rated), on_link_(t.on_link), link_(t.link), mark_(t.mark) {
+      : t_(t), graph_(graph), routes_(graph), solves_(solves), rated_(rated), on_link_(t.on_link), link_(t.link), mark_(t.mark) {
     if (!t.clean) t.reset();
     t.clean = false;  // until this run ends whole
     dirty_mark_ = ++mark_;
     const std::size_t n = graph.flows.size();
     finish_.assign(n, -1.0);
     waiting_.assign(n, 0);
-    mover_of_.assign(n, -1);
     std::vector<int> count(n + 1, 0);
     for (const Flow& f : graph.flows)
       for (FlowId before : f.after) ++count[static_cast<std::size_t>(before) + 1];
@@ -102,6 +102,7 @@ class Run {
         ++waiting_[static_cast<std::size_t>(id)];
       }
     merge_identical_links();
+    routes_.set_merged([&](LinkDir l) { return link_[static_cast<std::size_t>(l)].rep; });
   }
 
   std::vector<Seconds> go() {
@@ -127,25 +128,42 @@ class Run {
   /// Links that carry exactly the same flows, as often, over the whole run load alike at every
   /// instant, so only the narrowest of them can bind: each flow keeps that one (an exact cut of the
   /// solver's work; a chain GPU -> PCIe -> NIC -> leaf port often collapses to one link). Sets are
-  /// compared by two independent 64-bit hashes of (flow, times listed) and their count.
+  /// compared by two independent 64-bit hashes of (flow, times listed) and their count. The hashes
+  /// are sums, so each route adds its flows' keys once per count it lists a link with, rather than
+  /// each flow once per link: the same sums, without visiting every flow's route.
   void merge_identical_links() {
-    std::vector<LinkDir> touched, sorted;
+    static constexpr std::uint64_t kMaxCount = (1 << 24) - 1;
+    auto clamped = [](double count) { return std::min<std::uint64_t>(static_cast<std::uint64_t>(count), kMaxCount); };
+    std::vector<std::size_t> count_begin{0};  // [route]: where its distinct counts start in counts
+    std::vector<std::uint64_t> counts;
+    auto count_slot = [&](std::size_t r, double count) {
+      const auto from = counts.begin() + static_cast<std::ptrdiff_t>(count_begin[r]);
+      return static_cast<std::size_t>(std::find(from, counts.end(), clamped(count)) - counts.begin());
+    };
+    for (std::size_t r = 0; r < routes_.size(); ++r) {
+      for (const auto& [l, count] : routes_.distinct(static_cast<int>(r)))
+        if (count_slot(r, count) == counts.size()) counts.push_back(clamped(count));
+      count_begin.push_back(counts.size());
+    }
+    std::vector<std::uint64_t> key_a(counts.size(), 0), key_b(counts.size(), 0);  // [count slot]: its route's flows' keys
     for (std::size_t id = 0; id < graph_.flows.size(); ++id) {
-      const Flow& f = graph_.flows[id];
-      if (f.links.empty() || f.size_bytes == 0) continue;
-      sorted = f.links;
-      std::sort(sorted.begin(), sorted.end());
-      for (std::size_t i = 0; i < sorted.size();) {
-        std::size_t j = i;
-        while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-        const std::uint64_t key = (static_cast<std::uint64_t>(id) << 24) | std::min<std::uint64_t>(j - i, (1 << 24) - 1);
-        const std::size_t l = static_cast<std::size_t>(sorted[i]);
-        if (t_.sum_count[l]++ == 0) touched.push_back(sorted[i]);
-        t_.sum_a[l] += mix(key);
-        t_.sum_b[l] += mix(key ^ 0x9e3779b97f4a7c15ULL);
-        i = j;
+      const int r = routes_.route_of(static_cast<FlowId>(id));
+      if (r < 0) continue;
+      for (std::size_t k = count_begin[static_cast<std::size_t>(r)]; k < count_begin[static_cast<std::size_t>(r) + 1]; ++k) {
+        const std::uint64_t key = (static_cast<std::uint64_t>(id) << 24) | counts[k];
+        key_a[k] += FluidRoutes::mix(key);
+        key_b[k] += FluidRoutes::mix(key ^ 0x9e3779b97f4a7c15ULL);
       }
     }
+    std::vector<LinkDir> touched;
+    for (std::size_t r = 0; r < routes_.size(); ++r)
+      for (const auto& [l, count] : routes_.distinct(static_cast<int>(r))) {
+        const std::size_t k = count_slot(r, count), i = static_cast<std::size_t>(l);
+        if (t_.sum_count[i] == 0) touched.push_back(l);
+        t_.sum_count[i] += static_cast<std::size_t>(routes_.flows(static_cast<int>(r)));
+        t_.sum_a[i] += key_a[k];
+        t_.sum_b[i] += key_b[k];
+      }
     std::sort(touched.begin(), touched.end());  // the narrowest, the lowest-numbered on a tie
     std::map<std::tuple<std::uint64_t, std::uint64_t, std::size_t>, LinkDir> first;
     auto key_of = [&](LinkDir l) {
@@ -164,12 +182,6 @@ class Run {
     }
   }
 
-  static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
-
   /// Starts the flows whose predecessors have all finished, and those that become ready through
   /// them (a chain of empty steps ends at once): a work list, not recursion, however long the chain.
   void drain() {
@@ -186,7 +198,8 @@ class Run {
 
   void start_bytes(FlowId id) {
     const Flow& f = graph_.flows[static_cast<std::size_t>(id)];
-    if (f.links.empty() || f.size_bytes == 0) return end(id);
+    const int route = routes_.route_of(id);
+    if (route < 0) return end(id);  // no links or no bytes
     int m;
     if (!free_.empty()) {
       m = free_.back();
@@ -201,21 +214,7 @@ class Run {
     mv.rate_Bps = 0;
     mv.remaining_bytes = static_cast<double>(f.size_bytes) * f.copies;
     mv.since = now_;
-    mv.links.clear();
-    std::vector<LinkDir>& sorted = scratch_links_;  // kept between flows: no allocation per start
-    sorted.assign(f.links.begin(), f.links.end());
-    std::sort(sorted.begin(), sorted.end());
-    for (std::size_t i = 0; i < sorted.size();) {
-      std::size_t j = i;
-      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-      // One link of each class of identical ones: the narrowest, listed as often as this one.
-      mv.links.emplace_back(link_[static_cast<std::size_t>(sorted[i])].rep, static_cast<double>(j - i));
-      i = j;
-    }
-    std::sort(mv.links.begin(), mv.links.end());
-    mv.links.erase(std::unique(mv.links.begin(), mv.links.end(),
-                               [](const auto& x, const auto& y) { return x.first == y.first; }),
-                   mv.links.end());
+    mv.links = routes_.merged(route);
     mv.slot.resize(mv.links.size());
     for (std::size_t k = 0; k < mv.links.size(); ++k) {
       auto& list = on_link_[static_cast<std::size_t>(mv.links[k].first)];
@@ -223,7 +222,6 @@ class Run {
       list.push_back({m, static_cast<int>(k)});
       touch(mv.links[k].first);
     }
-    mover_of_[static_cast<std::size_t>(id)] = m;
     mv.bottleneck = -1;
     started_.push_back(m);
   }
@@ -242,7 +240,6 @@ class Run {
       if (at < list.size()) movers_[static_cast<std::size_t>(list[at].moving)].slot[static_cast<std::size_t>(list[at].position)] = at;
       touch(l);
     }
-    mover_of_[static_cast<std::size_t>(mv.flow)] = -1;
     mv.flow = -1;
     free_.push_back(m);
   }
@@ -286,9 +283,17 @@ class Run {
     for (int m : started_)
       if (movers_[static_cast<std::size_t>(m)].flow >= 0) join(m, region);
     started_.clear();
-    for (LinkDir l : dirty_)
-      for (const OnLink& o : on_link_[static_cast<std::size_t>(l)])
-        if (movers_[static_cast<std::size_t>(o.moving)].bottleneck == l) join(o.moving, region);
+    // A link knows how many flows it is the bottleneck of: the scan of its flows (hundreds on a
+    // shared uplink) ends once it has met them all, and is skipped where there are none.
+    for (LinkDir l : dirty_) {
+      int left = link_[static_cast<std::size_t>(l)].bottleneck_of;
+      const auto& on = on_link_[static_cast<std::size_t>(l)];
+      for (auto o = on.begin(); left > 0 && o != on.end(); ++o)
+        if (movers_[static_cast<std::size_t>(o->moving)].bottleneck == l) {
+          join(o->moving, region);
+          --left;
+        }
+    }
     dirty_.clear();
     dirty_mark_ = ++mark_;  // the next touched set starts clean
     if (region_.empty()) return;
@@ -443,6 +448,7 @@ class Run {
   // Per link, kept between runs (FluidSolver::Tables).
   FluidSolver::Tables& t_;
   const FlowGraph& graph_;
+  FluidRoutes routes_;
   long& solves_;
   long& rated_;
   std::vector<std::vector<OnLink>>& on_link_;
@@ -455,10 +461,9 @@ class Run {
   std::vector<Seconds> finish_;
   std::vector<int> waiting_, succ_begin_;
   std::vector<FlowId> succ_, pending_;
-  std::vector<int> mover_of_;
   std::vector<Moving> movers_;
   std::vector<int> free_;
-  std::vector<LinkDir> dirty_, region_links_, scratch_links_;
+  std::vector<LinkDir> dirty_, region_links_;
   std::vector<std::pair<double, LinkDir>> heap_;
   std::vector<int> region_, pulled_, started_;
 };

@@ -1,0 +1,119 @@
+#pragma once
+// The fluid solver's routes, interned: flows whose lists of links are equal share one entry. A
+// whole-cluster graph lists the same routes many times (every microbatch's transfer between one
+// GPU pair, every bucket's ring over the same hops), and copying, sorting and counting each flow's
+// links once at the link merge and again at every start was a third of the solver's time. Private
+// to fluid_solver.cpp.
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "collectives/flow.hpp"
+
+namespace clustersim {
+
+class FluidRoutes {
+ public:
+  /// A link of a route and how many times the route lists it.
+  using Listed = std::pair<LinkDir, double>;
+
+  /// Interns the route of every flow that moves bytes (links and a size); others get none.
+  explicit FluidRoutes(const FlowGraph& graph) {
+    const std::size_t n = graph.flows.size();
+    route_of_.assign(n, -1);
+    // Open addressing, sized by the routes rather than the flows (the 1T run's 4.27M flows take
+    // far fewer routes, and a table over every flow was 64 MiB of pages to fault in).
+    std::size_t slots = 1024;
+    std::vector<int> table(slots, -1);
+    std::vector<std::uint64_t> hash_of;
+    std::vector<LinkDir> sorted;
+    for (std::size_t id = 0; id < n; ++id) {
+      const Flow& f = graph.flows[id];
+      if (f.links.empty() || f.size_bytes == 0) continue;
+      std::uint64_t h = mix(f.links.size());
+      for (LinkDir l : f.links) h = mix(h ^ static_cast<std::uint32_t>(l));
+      std::size_t at = h & (slots - 1);
+      for (; table[at] >= 0; at = (at + 1) & (slots - 1)) {
+        const int r = table[at];
+        if (hash_of[static_cast<std::size_t>(r)] == h && graph.flows[static_cast<std::size_t>(first_flow_[static_cast<std::size_t>(r)])].links == f.links)
+          break;
+      }
+      if (table[at] < 0) {  // a new route: its distinct links, sorted, with their counts
+        if (2 * (first_flow_.size() + 1) > slots) {  // at most half full
+          slots *= 2;
+          table.assign(slots, -1);
+          for (std::size_t r = 0; r < hash_of.size(); ++r) {
+            std::size_t to = hash_of[r] & (slots - 1);
+            while (table[to] >= 0) to = (to + 1) & (slots - 1);
+            table[to] = static_cast<int>(r);
+          }
+          for (at = h & (slots - 1); table[at] >= 0;) at = (at + 1) & (slots - 1);
+        }
+        table[at] = static_cast<int>(first_flow_.size());
+        first_flow_.push_back(static_cast<FlowId>(id));
+        hash_of.push_back(h);
+        flows_.push_back(0);
+        sorted.assign(f.links.begin(), f.links.end());
+        std::sort(sorted.begin(), sorted.end());
+        for (std::size_t i = 0; i < sorted.size();) {
+          std::size_t j = i;
+          while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+          distinct_.emplace_back(sorted[i], static_cast<double>(j - i));
+          i = j;
+        }
+        distinct_begin_.push_back(distinct_.size());
+      }
+      route_of_[id] = table[at];
+      ++flows_[static_cast<std::size_t>(table[at])];
+    }
+  }
+
+  std::size_t size() const { return first_flow_.size(); }
+  /// The flow's route, or -1 if it moves no bytes.
+  int route_of(FlowId id) const { return route_of_[static_cast<std::size_t>(id)]; }
+  /// How many flows take the route.
+  int flows(int route) const { return flows_[static_cast<std::size_t>(route)]; }
+  /// The route's links, each once with its count, in link order.
+  std::span<const Listed> distinct(int route) const { return span_of(distinct_, distinct_begin_, route); }
+
+  /// What a flow of each route loads once links carrying the same flows are merged: each link
+  /// replaced by its class's representative `rep[link]` (the narrowest), each class once, in
+  /// representative order. Computed once per route, after the merge.
+  template <typename Rep>
+  void set_merged(const Rep& rep) {
+    merged_.clear();
+    merged_begin_.assign(1, 0);
+    for (std::size_t r = 0; r < size(); ++r) {
+      const std::size_t from = merged_.size();
+      for (const auto& [l, count] : distinct(static_cast<int>(r))) merged_.emplace_back(rep(l), count);
+      std::sort(merged_.begin() + static_cast<std::ptrdiff_t>(from), merged_.end());
+      merged_.erase(std::unique(merged_.begin() + static_cast<std::ptrdiff_t>(from), merged_.end(),
+                                [](const Listed& x, const Listed& y) { return x.first == y.first; }),
+                    merged_.end());
+      merged_begin_.push_back(merged_.size());
+    }
+  }
+  std::span<const Listed> merged(int route) const { return span_of(merged_, merged_begin_, route); }
+
+  static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+
+ private:
+  static std::span<const Listed> span_of(const std::vector<Listed>& all, const std::vector<std::size_t>& begin, int route) {
+    const std::size_t r = static_cast<std::size_t>(route);
+    return {all.data() + begin[r], begin[r + 1] - begin[r]};
+  }
+
+  std::vector<int> route_of_;         // [flow]
+  std::vector<FlowId> first_flow_;    // [route]: the flow it was first seen on
+  std::vector<int> flows_;            // [route]: flows taking it
+  std::vector<Listed> distinct_, merged_;
+  std::vector<std::size_t> distinct_begin_{0}, merged_begin_{0};  // [route]: where its links start; one past the last
+};
+
+}  // namespace clustersim
