@@ -108,4 +108,9 @@ TEST_CASE("search, sweep, goodput and serve take --catalog as run does: the GPU 
   std::remove(catalog.c_str());
   for (const std::string& command : {"search " + narayanan, "sweep " + narayanan, "goodput " + kGoodput + " --days 1", "serve " + serving})
     test::require_one_line_error(run_cli(command + " --catalog /no/such/gpus.yaml"), "error: /no/such/gpus.yaml: --catalog: ", "");
+  // serve --validate's rows each name their published setup: a catalog beside them is refused.
+  test::require_one_line_error(
+      run_cli("serve --validate " + source_path("scenarios/validation/serving/sarathi-serve.yaml") + " --catalog " +
+              source_path("scenarios/gpus.yaml")),
+      "error: command line: --catalog: ", "expected a serving file");
 }
