@@ -74,6 +74,8 @@ Flow flow_on(const Route& r, int src_gpu, int dst_gpu, Bytes size) {
 
 std::string source_path(const std::string& relative) { return std::string(CLUSTERSIM_SOURCE_DIR) + "/" + relative; }
 
+std::string binary_path() { return CLUSTERSIM_BINARY; }
+
 const Cluster& shipped_cluster(const std::string& relative) {
   static std::map<std::string, Cluster> loaded;
   auto it = loaded.find(relative);
@@ -187,7 +189,7 @@ CliResult run_cli(const std::string& args) { return run_cli_bounded(args, 0); }
 CliResult run_cli_bounded(const std::string& args, int timeout_s) {
   const std::string out = temp_file("", ".out"), err = temp_file("", ".err");
   const std::string bound = timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : "";
-  const std::string cmd = bound + std::string(CLUSTERSIM_BINARY) + " " + args + " >" + out + " 2>" + err;
+  const std::string cmd = bound + binary_path() + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

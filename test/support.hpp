@@ -16,6 +16,8 @@ namespace clustersim::test {
 
 /// Absolute path of a file in the source tree, e.g. source_path("scenarios/clusters/x.yaml").
 std::string source_path(const std::string& relative);
+/// Absolute path of the built clustersim binary.
+std::string binary_path();
 
 /// A shipped cluster file, loaded once per process and kept (tests share it with their engines).
 const Cluster& shipped_cluster(const std::string& relative);

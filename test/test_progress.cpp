@@ -37,7 +37,7 @@ const std::string kRow = "--only korthikanti-22b-full";  // 8 A100s, well under 
 /// the terminal, that is on stderr.
 std::string on_terminal(const std::string& args) {
   const std::string out = test::temp_file("", ".tty");
-  const std::string cmd = "script -qec \"" + std::string(CLUSTERSIM_BINARY) + " " + args + " >/dev/null\" /dev/null >" + out;
+  const std::string cmd = "script -qec \"" + test::binary_path() + " " + args + " >/dev/null\" /dev/null >" + out;
   const int status = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);

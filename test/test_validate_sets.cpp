@@ -277,7 +277,7 @@ TEST_CASE("validate without --rows runs published.yaml and every set folder's pu
   // Run from the source tree, as a user runs `clustersim validate`; an unknown --sets lists the sets
   // found before anything is simulated.
   const std::string err = test::temp_file("", ".err");
-  const std::string cmd = "cd " + test::source_path("") + " && " + CLUSTERSIM_BINARY +
+  const std::string cmd = "cd " + test::source_path("") + " && " + test::binary_path() +
                           " validate --sets no-such-set >/dev/null 2>" + err;
   const int status = std::system(cmd.c_str());
   CHECK(WIFEXITED(status));
