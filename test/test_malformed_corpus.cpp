@@ -218,7 +218,7 @@ int wait_for(pid_t pid) {
 /// output in two files; killed after 60 s, so a hang fails the case instead of stalling the suite.
 clustersim::test::CliResult run(const std::string& args) {
   static const std::string out = clustersim::test::temp_file("", ".out"), err = clustersim::test::temp_file("", ".err");
-  std::vector<std::string> words{test::binary_path()};
+  std::vector<std::string> words{clustersim::test::binary_path()};
   for (std::size_t at = 0; at < args.size();) {
     const std::size_t space = std::min(args.find(' ', at), args.size());
     if (space > at) words.push_back(args.substr(at, space - at));
