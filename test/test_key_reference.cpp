@@ -377,3 +377,182 @@ TEST_CASE("a key that carries a unit in its name, or takes a number, says its un
     }
   }
 }
+
+// ----- defaults written as sentences -----
+// The one-word defaults above are compared by loading; a default the reference writes as a sentence
+// says what the loader does when the key is left out, and each such sentence is held to it here.
+
+namespace {
+
+const char* const kSentenceChecked[] = {
+    "scenario:catalog", "scenario:parallel.tp", "scenario:parallel.pp", "scenario:parallel.dp", "scenario:parallel.stage_layers",
+    "scenario:parallel.decoder_first_pipeline_num_layers", "scenario:parallel.decoder_last_pipeline_num_layers",
+    "scenario:parallel.zero_stage", "scenario:parallel.order", "scenario:parallel.stage_gpus", "scenario:reliability.checkpoint",
+    "model:ffn_hidden", "model:attention", "model:moe", "cluster:node_groups", "cluster:node.scale_up.second_level",
+    "cluster:fabric.nodes_per_unit", "cluster:fabric.tiers[].switches"};
+
+/// A default that is neither one word, nor "none" (an absent optional), nor "required", nor left
+/// blank (a required key the reference does not repeat).
+bool sentence_default(const KeyReference& k) {
+  const std::string d = k.default_value;
+  return !scalar_default(k) && !d.empty() && d != "none" && d != "required";
+}
+
+std::string superpod_yaml() { return test::read_file(test::source_path("scenarios/clusters/dgx-h100-superpod.yaml")); }
+
+/// Megatron's 1.7B (24 layers) on 32 GPUs of the SuperPOD, `parallel` as its layout.
+ScenarioSpec megatron_on_superpod(const std::string& parallel, const std::string& extra = "") {
+  return load_scenario(test::small_megatron_scenario("sentences", superpod_yaml(), parallel, extra));
+}
+
+std::string order_text(const ParallelLayout& l) {
+  std::string out;
+  for (Dim d : l.order) out += std::to_string(static_cast<int>(d));
+  return out;
+}
+
+std::string nodes_of_job(const ScenarioSpec& s) {
+  std::string out;
+  for (int g = 0; g < s.gpus(); ++g) out += std::to_string(s.node_of(g)) + ",";
+  return out;
+}
+
+template <typename F>
+std::string error_of(F&& load) {
+  try {
+    load();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("every default the reference writes as a sentence is checked below", "[schema]") {
+  std::set<std::string> checked(std::begin(kSentenceChecked), std::end(kSentenceChecked));
+  for (const KeyReference& k : key_reference()) {
+    const std::string key = std::string(k.file) + ":" + k.key;
+    INFO(key << ": " << k.default_value);
+    CHECK(sentence_default(k) == (checked.count(key) == 1));
+  }
+}
+
+TEST_CASE("sentence defaults: one of tp, pp, dp left out is gpus / (the other two x cp)", "[schema]") {
+  CHECK(megatron_on_superpod("{pp: 2, dp: 8}").layout.tp == 32 / (2 * 8));
+  CHECK(megatron_on_superpod("{tp: 2, dp: 8}").layout.pp == 32 / (2 * 8));
+  CHECK(megatron_on_superpod("{tp: 2, pp: 2}").layout.dp == 32 / (2 * 2));
+  CHECK(megatron_on_superpod("{pp: 2, dp: 4, cp: 2}").layout.tp == 32 / (2 * 4 * 2));
+}
+
+TEST_CASE("sentence defaults: stage layers left out are an even split", "[schema]") {
+  // 24 layers over 4 stages: 6 each; naming the first or last stage's 6 changes nothing.
+  const std::vector<int> even{6, 6, 6, 6};
+  CHECK(megatron_on_superpod("{tp: 2, pp: 4, dp: 4}").stage_layers == even);
+  CHECK(megatron_on_superpod("{tp: 2, pp: 4, dp: 4, stage_layers: [6, 6, 6, 6]}").stage_layers == even);
+  CHECK(megatron_on_superpod("{tp: 2, pp: 4, dp: 4, decoder_first_pipeline_num_layers: 6}").stage_layers == even);
+  CHECK(megatron_on_superpod("{tp: 2, pp: 4, dp: 4, decoder_last_pipeline_num_layers: 6}").stage_layers == even);
+  CHECK(megatron_on_superpod("{tp: 2, pp: 4, dp: 4, decoder_first_pipeline_num_layers: 3}").stage_layers != even);
+}
+
+TEST_CASE("sentence defaults: zero_stage is 1 with the distributed optimizer, else 0", "[schema]") {
+  CHECK(megatron_on_superpod("{tp: 2, pp: 2, dp: 8, distributed_optimizer: true}").zero_stage == 1);
+  CHECK(megatron_on_superpod("{tp: 2, pp: 2, dp: 8, distributed_optimizer: false}").zero_stage == 0);
+  CHECK(megatron_on_superpod("{tp: 2, pp: 2, dp: 8}").zero_stage == 0);
+}
+
+TEST_CASE("sentence defaults: the rank order is tp-cp-dp-pp, and the job's nodes are the cluster's first, in order", "[schema]") {
+  const ScenarioSpec left_out = megatron_on_superpod("{tp: 2, pp: 2, dp: 8}");
+  CHECK(order_text(left_out.layout) == order_text(megatron_on_superpod("{tp: 2, pp: 2, dp: 8, order: tp-cp-dp-pp}").layout));
+  CHECK(order_text(left_out.layout) != order_text(megatron_on_superpod("{tp: 2, pp: 2, dp: 8, order: dp-tp-pp}").layout));
+  // stage_gpus naming the nodes' own model for each rank places the job as leaving it out does.
+  const ScenarioSpec named = megatron_on_superpod("{tp: 2, pp: 2, dp: 8, stage_gpus: [H100-SXM, H100-SXM]}");
+  CHECK(nodes_of_job(named) == nodes_of_job(left_out));
+  CHECK(nodes_of_job(left_out) == "0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,2,2,2,2,2,2,2,2,3,3,3,3,3,3,3,3,");
+}
+
+TEST_CASE("sentence defaults: the catalog is gpus.yaml beside the cluster file, else in the folder above it", "[schema]") {
+  namespace fs = std::filesystem;
+  // small_megatron_scenario puts the catalog in the folder above clusters/cluster.yaml.
+  const std::string path = test::small_megatron_scenario("catalog", superpod_yaml(), "{tp: 2, pp: 2, dp: 8}");
+  const fs::path dir = fs::path(path).parent_path();
+  CHECK(fs::equivalent(load_scenario(path).catalog_file, dir / "gpus.yaml"));
+  // One beside the cluster file comes first.
+  fs::copy_file(dir / "gpus.yaml", dir / "clusters" / "gpus.yaml");
+  CHECK(fs::equivalent(load_scenario(path).catalog_file, dir / "clusters" / "gpus.yaml"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sentence defaults: a reliability section without checkpoint takes no checkpoints", "[schema]") {
+  const std::string reliability = "reliability: {components: {gpu: {mtbf_hours: 1000, source: a test}}, detection_s: 60, relaunch_s: 60}\n";
+  const ScenarioSpec s = megatron_on_superpod("{tp: 2, pp: 2, dp: 8}", reliability);
+  CHECK(s.reliability.declared);
+  CHECK_FALSE(s.reliability.checkpoints);
+}
+
+TEST_CASE("sentence defaults: a model without attention or moe is standard attention and dense, and ffn_hidden is only where a layer is dense", "[schema]") {
+  const std::string dense = test::read_file(test::source_path("scenarios/models/megatron-1.7b.yaml"));
+  const auto load_text = [](const std::string& text) {
+    const std::string path = test::temp_file(text, ".yaml");
+    ModelSpec m = load_model_spec(path);
+    std::filesystem::remove(path);
+    return m;
+  };
+  const ModelSpec left_out = load_text(dense);
+  const ModelSpec standard = load_text(dense + "attention: {type: standard}\n");
+  CHECK_FALSE(left_out.mla.has_value());
+  CHECK_FALSE(left_out.moe.has_value());
+  CHECK(left_out.kv_heads == standard.kv_heads);
+  CHECK(left_out.mla.has_value() == standard.mla.has_value());
+  // Every layer MoE: no ffn_hidden, and one is refused; a dense first layer needs it.
+  CHECK(load_text(kModelYaml).ffn_hidden == 0);
+  CHECK_THAT(error_of([&] { load_text(std::string(kModelYaml) + "ffn_hidden: 4096\n"); }), Catch::Contains("ffn_hidden"));
+  CHECK_THAT(error_of([&] { load_text(model_with({}, "moe.dense_layers", "1")); }), Catch::Contains("ffn_hidden: missing required field"));
+}
+
+TEST_CASE("sentence defaults: a cluster without node_groups or second_level holds its gpu on every node, one NVSwitch each", "[schema]") {
+  const std::string path = test::temp_file(superpod_yaml(), ".yaml");
+  const ClusterSpec spec = load_cluster_spec(path);
+  CHECK(spec.node.scale_up_domain_gpus == 0);
+  const Cluster c = build_cluster(spec);
+  CHECK(c.scale_up_uplink.empty());
+  const auto vertices = static_cast<int>(boost::num_vertices(c.graph));
+  CHECK(vertices - c.gpu_count() - c.nic_count() - static_cast<int>(c.switches.size()) == c.nodes());
+  const ScenarioSpec s = megatron_on_superpod("{tp: 2, pp: 2, dp: 8}");
+  CHECK(s.node_groups.empty());
+  for (int node = 0; node < spec.fabric.nodes; ++node) CHECK(s.gpu_name_of_node(node) == "H100-SXM");
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("sentence defaults: nodes_per_unit is required on rail_optimized fabrics and refused on others", "[schema]") {
+  const auto error_with = [](const std::string& yaml) {
+    const std::string path = test::temp_file(yaml, ".yaml");
+    const std::string e = error_of([&] { load_cluster_spec(path); });
+    std::filesystem::remove(path);
+    return e;
+  };
+  CHECK_THAT(error_with(test::replaced_all(superpod_yaml(), "  nodes_per_unit: 32\n", "", "superpod")),
+             Catch::Contains("fabric.nodes_per_unit: missing required field"));
+  CHECK(error_with(test::kSmallFatTreeYaml).empty());
+  CHECK_THAT(error_with(test::replaced_all(test::kSmallFatTreeYaml, "  tiers:", "  nodes_per_unit: 2\n  tiers:", "fat tree")),
+             Catch::Contains("nodes_per_unit"));
+}
+
+TEST_CASE("sentence defaults: a tier's switches left out are the fewest that take every uplink", "[schema]") {
+  // The SuperPOD: 127 nodes in 4 units of 32, 8 rails, so 32 rail leaves of radix 64 at 1:1 with
+  // 32 uplinks each: 1024 uplinks over spines of 64 ports = 16 spines.
+  const auto spines = [](const std::string& yaml) {
+    const std::string path = test::temp_file(yaml, ".yaml");
+    const Cluster c = load_cluster(path);
+    std::filesystem::remove(path);
+    int n = 0;
+    for (const Switch& s : c.switches) n += s.tier == 2;
+    return n;
+  };
+  CHECK(spines(superpod_yaml()) == 16);
+  CHECK(spines(test::replaced_all(superpod_yaml(), "- {radix: 64}  ", "- {radix: 64, switches: 16}", "superpod")) == 16);
+  // The next count that divides the uplinks evenly, 8, cannot take them.
+  const std::string fewer = test::temp_file(test::replaced_all(superpod_yaml(), "- {radix: 64}  ", "- {radix: 64, switches: 8}", "superpod"), ".yaml");
+  CHECK_THAT(error_of([&] { load_cluster(fewer); }), Catch::Contains("(at least 16)"));
+  std::filesystem::remove(fewer);
+}
