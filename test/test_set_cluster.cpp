@@ -119,3 +119,12 @@ TEST_CASE("collective and topology take only cluster fields with --set: anything
                Catch::StartsWith("error: command line: --set: unknown cluster field 'cluster.fabric.no_such_key'"));
   }
 }
+
+TEST_CASE("a tier's field asked of the whole fabric says where each tier's is, and that path works", "[set]") {
+  const std::string a100 = source_path("scenarios/clusters/dgx-a100-superpod.yaml");
+  const std::string line = command_line_error("topology --cluster " + a100 + " --set cluster.fabric.oversubscription=2");
+  CHECK_THAT(line, Catch::StartsWith("error: command line: --set: unknown cluster field 'cluster.fabric.oversubscription'"));
+  CHECK_THAT(line, Catch::EndsWith("; each tier has its own: cluster.fabric.tiers.N.oversubscription, N from 0 for the leaves\n"));
+  const auto r = test::run_cli("topology --cluster " + a100 + " --set cluster.fabric.tiers.0.oversubscription=2");
+  CHECK(r.exit_code == 0);
+}

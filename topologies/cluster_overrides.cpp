@@ -47,6 +47,16 @@ void apply_cluster_override(const YamlField& root, const std::string& text) {
   }
 }
 
+/// A tier's field asked of the whole fabric (`cluster.fabric.oversubscription`, as one would say
+/// "a 2:1 fat tree"): each tier has its own, so say where they are. The keys are read_fabric's for
+/// `tiers[]` (cluster_spec.cpp).
+std::string per_tier_hint(const std::string& field_path) {
+  for (const char* key : {"radix", "oversubscription", "switches"})
+    if (field_path == std::string("fabric.") + key)
+      return "; each tier has its own: cluster.fabric.tiers.N." + std::string(key) + ", N from 0 for the leaves";
+  return "";
+}
+
 }  // namespace
 
 bool is_cluster_override(const std::string& text) { return text.rfind("cluster.", 0) == 0 && text.find('=') != std::string::npos; }
@@ -60,7 +70,8 @@ ClusterSpec parse_cluster_spec_with(const YamlField& root, const std::vector<std
     for (const std::string& o : overrides)
       if (e.expected().rfind("unknown key", 0) == 0 && o.rfind("cluster." + e.field_path() + "=", 0) == 0)
         throw UserError("command line", 0, "--set", "unknown cluster field 'cluster." + e.field_path() + "' (" +
-                                                        e.expected().substr(std::string("unknown key (").size()));
+                                                        e.expected().substr(std::string("unknown key (").size()) +
+                                                        per_tier_hint(e.field_path()));
     throw;
   }
 }
