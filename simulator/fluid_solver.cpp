@@ -304,6 +304,8 @@ class Run {
       pull_unsettled(region);
       if (region_.size() == before) break;
     }
+    const std::uint64_t risen = ++mark_;
+    risen_links_.clear();
     for (int m : region_) {
       Moving& mv = movers_[static_cast<std::size_t>(m)];
       if (mv.bottleneck != mv.new_bottleneck) {
@@ -312,7 +314,15 @@ class Run {
         mv.bottleneck = mv.new_bottleneck;
       }
       if (mv.new_rate_Bps == mv.rate_Bps) continue;
-      for (const auto& [l, coefficient] : mv.links) link_[static_cast<std::size_t>(l)].load += coefficient * (mv.new_rate_Bps - mv.rate_Bps);
+      const bool rises = mv.new_rate_Bps > mv.rate_Bps;
+      for (const auto& [l, coefficient] : mv.links) {
+        FluidSolver::Tables::Link& link = link_[static_cast<std::size_t>(l)];
+        link.load += coefficient * (mv.new_rate_Bps - mv.rate_Bps);
+        if (rises && link.seen != risen) {
+          link.seen = risen;
+          risen_links_.push_back(l);
+        }
+      }
       mv.remaining_bytes = std::max(0.0, mv.remaining_bytes - mv.rate_Bps * (now_ - mv.since));
       mv.since = now_;
       mv.rate_Bps = mv.new_rate_Bps;
@@ -320,8 +330,10 @@ class Run {
       events_.set(m, now_ + mv.remaining_bytes / mv.rate_Bps, mv.flow);
     }
     // No link above its bandwidth, checked where loads are set, once all of the region's are
-    // (beyond the rounding of the sums).
-    for (LinkDir l : region_links_) {
+    // (beyond the rounding of the sums). Only where a flow rose: adding a negative amount never
+    // raises a double, so a link whose flows all fell or held is still within its last check (a
+    // long ring's links would otherwise be checked at every one of its joins).
+    for (LinkDir l : risen_links_) {
       const std::size_t i = static_cast<std::size_t>(l);
       if (link_[i].load > link_[i].cap * (1 + 1e-9))
         invariant_broken("link utilization at most 1", "link direction " + std::to_string(l) + " carries " +
@@ -463,7 +475,7 @@ class Run {
   std::vector<FlowId> succ_, pending_;
   std::vector<Moving> movers_;
   std::vector<int> free_;
-  std::vector<LinkDir> dirty_, region_links_;
+  std::vector<LinkDir> dirty_, region_links_, risen_links_;
   std::vector<std::pair<double, LinkDir>> heap_;
   std::vector<int> region_, pulled_, started_;
 };
