@@ -417,16 +417,6 @@ std::string nodes_of_job(const ScenarioSpec& s) {
   return out;
 }
 
-template <typename F>
-std::string error_of(F&& load) {
-  try {
-    load();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("every default the reference writes as a sentence is checked below", "[schema]") {
@@ -506,34 +496,27 @@ TEST_CASE("sentence defaults: a model without attention or moe is standard atten
   CHECK(left_out.mla.has_value() == standard.mla.has_value());
   // Every layer MoE: no ffn_hidden, and one is refused; a dense first layer needs it.
   CHECK(load_text(kModelYaml).ffn_hidden == 0);
-  CHECK_THAT(error_of([&] { load_text(std::string(kModelYaml) + "ffn_hidden: 4096\n"); }), Catch::Contains("ffn_hidden"));
-  CHECK_THAT(error_of([&] { load_text(model_with({}, "moe.dense_layers", "1")); }), Catch::Contains("ffn_hidden: missing required field"));
+  CHECK_THAT(test::error_of([&] { load_text(std::string(kModelYaml) + "ffn_hidden: 4096\n"); }).what(), Catch::Contains("ffn_hidden"));
+  CHECK_THAT(test::error_of([&] { load_text(model_with({}, "moe.dense_layers", "1")); }).what(),
+             Catch::Contains("ffn_hidden: missing required field"));
 }
 
 TEST_CASE("sentence defaults: a cluster without node_groups or second_level holds its gpu on every node, one NVSwitch each", "[schema]") {
-  const std::string path = test::temp_file(superpod_yaml(), ".yaml");
-  const ClusterSpec spec = load_cluster_spec(path);
-  CHECK(spec.node.scale_up_domain_gpus == 0);
-  const Cluster c = build_cluster(spec);
+  const Cluster c = test::cluster_from_yaml(superpod_yaml());
+  CHECK(c.spec.node.scale_up_domain_gpus == 0);
   CHECK(c.scale_up_uplink.empty());
   const auto vertices = static_cast<int>(boost::num_vertices(c.graph));
   CHECK(vertices - c.gpu_count() - c.nic_count() - static_cast<int>(c.switches.size()) == c.nodes());
   const ScenarioSpec s = megatron_on_superpod("{tp: 2, pp: 2, dp: 8}");
   CHECK(s.node_groups.empty());
-  for (int node = 0; node < spec.fabric.nodes; ++node) CHECK(s.gpu_name_of_node(node) == "H100-SXM");
-  std::filesystem::remove(path);
+  for (int node = 0; node < c.nodes(); ++node) CHECK(s.gpu_name_of_node(node) == "H100-SXM");
 }
 
 TEST_CASE("sentence defaults: nodes_per_unit is required on rail_optimized fabrics and refused on others", "[schema]") {
-  const auto error_with = [](const std::string& yaml) {
-    const std::string path = test::temp_file(yaml, ".yaml");
-    const std::string e = error_of([&] { load_cluster_spec(path); });
-    std::filesystem::remove(path);
-    return e;
-  };
+  const auto error_with = [](const std::string& yaml) { return std::string(test::error_of([&] { test::cluster_from_yaml(yaml); }).what()); };
   CHECK_THAT(error_with(test::replaced_all(superpod_yaml(), "  nodes_per_unit: 32\n", "", "superpod")),
              Catch::Contains("fabric.nodes_per_unit: missing required field"));
-  CHECK(error_with(test::kSmallFatTreeYaml).empty());
+  CHECK_NOTHROW(test::cluster_from_yaml(test::kSmallFatTreeYaml));
   CHECK_THAT(error_with(test::replaced_all(test::kSmallFatTreeYaml, "  tiers:", "  nodes_per_unit: 2\n  tiers:", "fat tree")),
              Catch::Contains("nodes_per_unit"));
 }
@@ -542,9 +525,7 @@ TEST_CASE("sentence defaults: a tier's switches left out are the fewest that tak
   // The SuperPOD: 127 nodes in 4 units of 32, 8 rails, so 32 rail leaves of radix 64 at 1:1 with
   // 32 uplinks each: 1024 uplinks over spines of 64 ports = 16 spines.
   const auto spines = [](const std::string& yaml) {
-    const std::string path = test::temp_file(yaml, ".yaml");
-    const Cluster c = load_cluster(path);
-    std::filesystem::remove(path);
+    const Cluster c = test::cluster_from_yaml(yaml);
     int n = 0;
     for (const Switch& s : c.switches) n += s.tier == 2;
     return n;
@@ -552,7 +533,6 @@ TEST_CASE("sentence defaults: a tier's switches left out are the fewest that tak
   CHECK(spines(superpod_yaml()) == 16);
   CHECK(spines(test::replaced_all(superpod_yaml(), "- {radix: 64}  ", "- {radix: 64, switches: 16}", "superpod")) == 16);
   // The next count that divides the uplinks evenly, 8, cannot take them.
-  const std::string fewer = test::temp_file(test::replaced_all(superpod_yaml(), "- {radix: 64}  ", "- {radix: 64, switches: 8}", "superpod"), ".yaml");
-  CHECK_THAT(error_of([&] { load_cluster(fewer); }), Catch::Contains("(at least 16)"));
-  std::filesystem::remove(fewer);
+  const std::string fewer = test::replaced_all(superpod_yaml(), "- {radix: 64}  ", "- {radix: 64, switches: 8}", "superpod");
+  CHECK_THAT(test::error_of([&] { test::cluster_from_yaml(fewer); }).what(), Catch::Contains("(at least 16)"));
 }
