@@ -20,7 +20,7 @@ const FlowGraph& IterationBuilder::build() {
     for (int c = 0; c < shape.chunks; ++c) holders_[plan_.schedule->chunk_stage(shape, r, c)].push_back({r, c});
   plan_passes();
   FoldInput traffic = job_traffic();
-  place_tp_collectives(traffic);
+  place_unit_collectives(traffic);
   for (int r = 0; r < shape.stages; ++r) add_rank_passes(0, r);
   fold(traffic);
   reserve_flows();

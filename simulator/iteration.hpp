@@ -58,10 +58,12 @@ struct IterationResult {
   int replicas = 1;                  // data-parallel replicas of the job
   int simulated_replicas = 1;        // of which the engine ran these; the rest folded onto them
   int gpus_per_rank = 1;             // GPUs of one pipeline rank of a replica (tp x cp), all replayed
-  int reported_replica = 0;
+  int reported_replica = 0;          // the replica the breakdown, passes and events are from: the slowest
   /// Where the TP collectives ran: alone (proven isolated) or in place; empty when folded without proof.
   std::string tp_collectives;
-  FoldMode fold = FoldMode::assume;  // how replicas were folded          // the replica the breakdown, passes and events are from: the slowest
+  /// The same for context-parallel exchanges (ring-attention steps, CP all-gathers); empty without CP.
+  std::string cp_exchanges;
+  FoldMode fold = FoldMode::assume;  // how replicas were folded
 };
 
 class TraceSink;

@@ -41,6 +41,7 @@ IterationResult IterationBuilder::account(const std::vector<Seconds>& finish) {
   result.gpus_per_rank = members();
   result.fold = plan_.fold;
   result.tp_collectives = tp_placement_;
+  result.cp_exchanges = cp_placement_;
   const int shown = slowest_replica(finish);
   result.reported_replica = shown;
   std::map<FlowId, const PassTasks*> waits;  // a pass's step -> what it waited for

@@ -110,13 +110,25 @@ class IterationBuilder {
   /// of one GPU stands for its rank's TP group.
   std::vector<std::vector<int>> tp_groups(int replica, int rank) const;
 
-  /// Every TP collective `rank` runs, lowered over `group` as it ran alone.
-  std::vector<OwnFlow> tp_flows(int rank, const std::vector<int>& group) const;
+  /// The CP groups of one unit: for each TP position, its members across the cp slices (the unit
+  /// is tp x cp members, tp fastest). A hand-built plan's unit of one GPU stands for its rank's.
+  std::vector<std::vector<int>> cp_groups(int replica, int rank) const;
 
-  /// TP collectives keep their alone times where no link of any TP group carries other traffic of
-  /// the job (traffic_isolation.hpp); elsewhere they run in place. MoE all-to-alls, CP exchanges
-  /// and ZeRO's per-layer collectives stay out of the proof: they are timed alone (README).
-  void place_tp_collectives(FoldInput& traffic);
+  /// A unit's TP and CP groups, for the kinds that run in place.
+  UnitGroups unit_groups(int replica, int rank) const;
+
+  /// The ring-attention step traffics of the plan (IterationPlan::traffic indices).
+  std::vector<int> ring_traffics() const;
+
+  /// Every collective over `kind` (TP or CP) that `rank` runs, lowered over `group` as it ran
+  /// alone, and for CP one step of each ring-attention exchange.
+  std::vector<OwnFlow> group_flows(int rank, CommGroup kind, const std::vector<int>& group) const;
+
+  /// TP collectives and CP exchanges each keep their alone times where no link of any of their
+  /// groups carries other traffic of the job (traffic_isolation.hpp), the other kind included;
+  /// elsewhere they run in place. MoE all-to-alls and ZeRO's per-layer collectives, whose groups
+  /// span replicas, stay out of the proof: they are timed alone (README).
+  void place_unit_collectives(FoldInput& traffic);
 
   /// Room for the whole graph before it grows: a whole-cluster graph is millions of flows, and
   /// growing by doubling would move every one several times. Reserved pages that stay unused are
@@ -226,9 +238,9 @@ class IterationBuilder {
   std::vector<FlowId> rank_last_, optimizer_, rank_end_;  // by unit
   std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
   std::map<std::tuple<int, bool, int>, int> pass_rank_;  // (model stage, forward?, microbatch) -> its pipeline rank
-  bool tp_in_place_ = false;
+  bool tp_in_place_ = false, cp_in_place_ = false;
   bool shares_fabric_ = false;
-  std::string tp_placement_;
+  std::string tp_placement_, cp_placement_;
   std::map<FlowId, std::pair<FlowId, Seconds>> chain_entry_;  // a pass in place: last step -> (entry, planned time)
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
   std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for

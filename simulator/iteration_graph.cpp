@@ -27,9 +27,9 @@ void IterationBuilder::add_rank_passes(int replica, int rank) {
     if (previous >= 0) after.push_back(previous);
     std::optional<PassChain> chain;
     FlowId entry = -1;
-    if (tp_in_place_ && !partner && has_tp_collective(*ps)) {
-      chain = add_pass_in_place(graph_, router_, times_, *ps, tp_groups(replica, rank), plan_.channels,
-                                gpu(replica, rank, 0), std::move(after));
+    const UnitGroups groups = unit_groups(replica, rank);
+    if (!partner && has_part_in_place(*ps, groups)) {
+      chain = add_pass_in_place(graph_, router_, times_, *ps, groups, plan_.channels, gpu(replica, rank, 0), std::move(after));
       entry = chain->entry;
       chain_entry_[chain->exit] = {entry, ps->duration_s};
     } else {

@@ -1,5 +1,5 @@
 // Which replicas the engine simulates (the rest fold onto them, fold.hpp) and whether TP collectives
-// keep their alone times or run in place (traffic_isolation.hpp).
+// and context-parallel exchanges keep their alone times or run in place (traffic_isolation.hpp).
 #include <algorithm>
 #include <iterator>
 
@@ -69,61 +69,120 @@ std::vector<std::vector<int>> IterationBuilder::tp_groups(int replica, int rank)
   return out;
 }
 
-std::vector<OwnFlow> IterationBuilder::tp_flows(int rank, const std::vector<int>& group) const {
+std::vector<std::vector<int>> IterationBuilder::cp_groups(int replica, int rank) const {
+  const std::vector<int>& members_of = units_[unit(replica, rank)];
+  const std::size_t cp = plan_.cp_group.empty() ? 1 : plan_.cp_group[static_cast<std::size_t>(rank)].size();
+  if (cp < 2) return {};
+  if (members_of.size() % cp != 0) return {plan_.cp_group[static_cast<std::size_t>(rank)]};
+  const std::size_t tp = members_of.size() / cp;  // members are tp x cp, tp fastest
+  std::vector<std::vector<int>> out(tp);
+  for (std::size_t t = 0; t < tp; ++t)
+    for (std::size_t c = 0; c < cp; ++c) out[t].push_back(members_of[c * tp + t]);
+  return out;
+}
+
+UnitGroups IterationBuilder::unit_groups(int replica, int rank) const {
+  UnitGroups out;
+  out.tp_in_place = tp_in_place_;
+  out.cp_in_place = cp_in_place_;
+  if (tp_in_place_) out.tp = tp_groups(replica, rank);
+  if (cp_in_place_) out.cp = cp_groups(replica, rank);
+  return out;
+}
+
+std::vector<int> IterationBuilder::ring_traffics() const {
+  std::vector<int> out;
+  for (const StagePlan& sp : plan_.stages)
+    for (const auto* segments : {&sp.forward, &sp.backward_input, &sp.backward_weight})
+      for (const Segment& s : *segments)
+        if (s.kind == SegmentKind::cp_comm && s.traffic >= 0) out.push_back(s.traffic);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<OwnFlow> IterationBuilder::group_flows(int rank, CommGroup kind, const std::vector<int>& group) const {
   std::vector<OwnFlow> out;
-  for (int c : times_.choices_of(rank)) {
+  for (int c : times_.choices_of(rank, kind)) {
     const CollectiveChoice& choice = times_.choice(c);
     const CollectiveRequest req{choice.op, group, choice.bytes, plan_.channels, choice.protocol, 0};
     for (Flow& f : choice.algorithm->lower(router_, req).flows)
       out.push_back({std::move(f.links), f.latency_s, f.size_bytes});
   }
+  if (kind == CommGroup::cp)
+    for (int traffic : ring_traffics())
+      for (Flow& f : times_.lower_traffic(traffic, group).flows) out.push_back({std::move(f.links), f.latency_s, f.size_bytes});
   return out;
 }
 
-void IterationBuilder::place_tp_collectives(FoldInput& traffic) {
-  if (plan_.free_communication || plan_.fold == FoldMode::assume) return;
+namespace {
+
+/// Every group's flows of one kind (TP or CP) over the whole job, as the isolation proof sees them.
+struct KindFlows {
   std::vector<std::vector<OwnFlow>> groups;
-  std::vector<std::size_t> timed_as;  // each rank's collectives were timed on replica 0's first group
-  std::vector<std::size_t> first_of_rank(static_cast<std::size_t>(ranks()));
+  std::vector<std::size_t> timed_as;  // the group whose alone time each reuses
   std::vector<int> replica_of;
-  bool leaves_node = false;  // a TP group across nodes, whose fabric links other jobs may load
+  bool leaves_node = false;  // a group across nodes, whose fabric links other jobs may load
+};
+
+}  // namespace
+
+void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
+  if (plan_.free_communication || plan_.fold == FoldMode::assume) return;
   const Cluster& cluster = router_.cluster();
-  for (int d = 0; d < replicas_; ++d)
-    for (int r = 0; r < ranks(); ++r) {
-      const auto unit_groups = tp_groups(d, r);
-      for (std::size_t k = 0; k < unit_groups.size(); ++k) {
-        std::vector<OwnFlow> flows = tp_flows(r, unit_groups[k]);
-        if (flows.empty()) continue;
-        for (int g : unit_groups[k]) leaves_node |= cluster.node_of_gpu(g) != cluster.node_of_gpu(unit_groups[k].front());
-        if (d == 0 && k == 0) first_of_rank[static_cast<std::size_t>(r)] = groups.size();
-        timed_as.push_back(first_of_rank[static_cast<std::size_t>(r)]);
-        replica_of.push_back(d);
-        groups.push_back(std::move(flows));
+  const bool ring_steps = !ring_traffics().empty();
+  auto gather = [&](CommGroup kind) {
+    KindFlows k;
+    std::vector<std::size_t> first_of_rank(static_cast<std::size_t>(ranks()));
+    for (int d = 0; d < replicas_; ++d)
+      for (int r = 0; r < ranks(); ++r) {
+        const auto groups = kind == CommGroup::cp ? cp_groups(d, r) : tp_groups(d, r);
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          std::vector<OwnFlow> flows = group_flows(r, kind, groups[g]);
+          if (flows.empty()) continue;
+          for (int gpu : groups[g]) k.leaves_node |= cluster.node_of_gpu(gpu) != cluster.node_of_gpu(groups[g].front());
+          if (d == 0 && g == 0) first_of_rank[static_cast<std::size_t>(r)] = k.groups.size();
+          // A collective was timed alone on its rank's first group; a ring step on rank 0's.
+          k.timed_as.push_back(first_of_rank[static_cast<std::size_t>(kind == CommGroup::cp && ring_steps ? 0 : r)]);
+          k.replica_of.push_back(d);
+          k.groups.push_back(std::move(flows));
+        }
       }
+    return k;
+  };
+  KindFlows tp = gather(CommGroup::tp), cp = gather(CommGroup::cp);
+  // Each kind keeps its alone time only where nothing else, the other kind included, meets it.
+  auto decide = [&](const KindFlows& kind, const KindFlows& other, TpPlacement asked, const std::string& what,
+                    bool& in_place, std::string& placement) {
+    if (kind.groups.empty()) return;
+    std::vector<const std::vector<LinkDir>*> others;
+    for (const auto& own : traffic.copies)
+      for (const OwnFlow& f : own) others.push_back(&f.links);
+    for (const auto& links : traffic.shared) others.push_back(&links);
+    for (const auto& group : other.groups)
+      for (const OwnFlow& f : group) others.push_back(&f.links);
+    Isolation iso = check_isolation(cluster, kind.groups, kind.timed_as, others);
+    if (shares_fabric_ && kind.leaves_node && iso.isolated) {
+      iso.isolated = false;
+      iso.shared_links = 1;
+      iso.why = "a " + what + " group spans nodes, and other jobs share the fabric its links cross";
     }
-  if (groups.empty()) return;
-  std::vector<const std::vector<LinkDir>*> others;
-  for (const auto& own : traffic.copies)
-    for (const OwnFlow& f : own) others.push_back(&f.links);
-  for (const auto& links : traffic.shared) others.push_back(&links);
-  Isolation iso = check_isolation(cluster, groups, timed_as, others);
-  if (shares_fabric_ && leaves_node && iso.isolated) {
-    iso.isolated = false;
-    iso.shared_links = 1;
-    iso.why = "a TP group spans nodes, and other jobs share the fabric its links cross";
-  }
-  const std::string more = iso.shared_links > 1 ? " (and " + std::to_string(iso.shared_links - 1) + " more)" : "";
-  tp_in_place_ = plan_.tp_placement == TpPlacement::in_place ||
-                 (plan_.tp_placement == TpPlacement::automatic && !iso.isolated);
-  tp_placement_ = tp_in_place_ ? "in place" : "timed alone";
-  if (plan_.tp_placement != TpPlacement::automatic) tp_placement_ += " (as asked)";
-  tp_placement_ += iso.isolated ? ": no link of a TP group carries other traffic (proven)" : ": " + iso.why + more;
-  // In place, TP flows are their replica's own traffic, which the fold must see.
-  if (tp_in_place_ && plan_.fold != FoldMode::none)
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      auto& own = traffic.copies[static_cast<std::size_t>(replica_of[g])];
-      own.insert(own.end(), std::make_move_iterator(groups[g].begin()), std::make_move_iterator(groups[g].end()));
-    }
+    const std::string more = iso.shared_links > 1 ? " (and " + std::to_string(iso.shared_links - 1) + " more)" : "";
+    in_place = asked == TpPlacement::in_place || (asked == TpPlacement::automatic && !iso.isolated);
+    placement = in_place ? "in place" : "timed alone";
+    if (asked != TpPlacement::automatic) placement += " (as asked)";
+    placement += iso.isolated ? ": no link of a " + what + " group carries other traffic (proven)" : ": " + iso.why + more;
+  };
+  decide(tp, cp, plan_.placement.tp, "TP", tp_in_place_, tp_placement_);
+  decide(cp, tp, plan_.placement.cp, "CP", cp_in_place_, cp_placement_);
+  // In place, a unit's collectives are its replica's own traffic, which the fold must see.
+  if (plan_.fold == FoldMode::none) return;
+  for (auto [kind, in_place] : {std::pair(&tp, tp_in_place_), std::pair(&cp, cp_in_place_)})
+    if (in_place)
+      for (std::size_t g = 0; g < kind->groups.size(); ++g) {
+        auto& own = traffic.copies[static_cast<std::size_t>(kind->replica_of[g])];
+        own.insert(own.end(), std::make_move_iterator(kind->groups[g].begin()), std::make_move_iterator(kind->groups[g].end()));
+      }
 }
 
 void IterationBuilder::fold(const FoldInput& in) {

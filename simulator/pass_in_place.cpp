@@ -6,8 +6,14 @@
 
 namespace clustersim {
 
-bool has_tp_collective(const PassShape& shape) {
-  return std::any_of(shape.parts.begin(), shape.parts.end(), [](const Part& p) { return p.tp_collective >= 0; });
+bool runs_in_place(const Part& part, const UnitGroups& groups) {
+  if (part.ring_traffic >= 0) return groups.cp_in_place;
+  if (part.collective < 0) return false;
+  return part.group == CommGroup::cp ? groups.cp_in_place : groups.tp_in_place;
+}
+
+bool has_part_in_place(const PassShape& shape, const UnitGroups& groups) {
+  return std::any_of(shape.parts.begin(), shape.parts.end(), [&](const Part& p) { return runs_in_place(p, groups); });
 }
 
 namespace {
@@ -57,18 +63,18 @@ std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& route
 }
 
 PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTimes& times, const PassShape& shape,
-                            const std::vector<std::vector<int>>& tp_groups, int channels, int gpu,
-                            std::vector<FlowId> after) {
-  // The compute between collectives, as timers. The compute that hides a collective runs beside
-  // it (a timer next to its flows), so it comes off the timers, the latest first: in a backward
-  // the weight gradient that hides the input gradient's all-reduce follows it.
+                            const UnitGroups& groups, int channels, int gpu, std::vector<FlowId> after) {
+  // The compute between collectives, as timers; a part that keeps its alone time is one of them.
+  // The compute that hides a collective runs beside it (a timer next to its flows), so it comes
+  // off the timers, the latest first: in a backward the weight gradient that hides the input
+  // gradient's all-reduce follows it.
   std::vector<Seconds> compute{0};
   Seconds hidden = 0;
   for (const Part& p : shape.parts) {
-    if (p.tp_collective < 0) {
+    if (!runs_in_place(p, groups)) {
       compute.back() += p.duration_s;
     } else {
-      hidden += p.hidden_s;
+      hidden += p.steps * p.hidden_s;
       compute.push_back(0);
     }
   }
@@ -84,19 +90,27 @@ PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTi
   std::size_t next = 1;
   for (std::size_t i = 0; i < shape.parts.size(); ++i) {
     const Part& p = shape.parts[i];
-    if (p.tp_collective < 0) continue;
-    Flow join = timer_flow(gpu, 0);
-    Flow beside = timer_flow(gpu, p.hidden_s);
-    beside.after = {head};
-    join.after.push_back(graph.add(std::move(beside)));
-    for (const auto& group : tp_groups) {
-      const auto ids = add_lowered_collective(graph, router, times.choice(p.tp_collective), group, channels, head);
-      join.after.insert(join.after.end(), ids.begin(), ids.end());
+    if (!runs_in_place(p, groups)) continue;
+    const FlowId first = head;
+    // A ring-attention exchange: each step's flows of every CP group beside its share of the
+    // attention compute, the next step after both.
+    for (int step = 0; step < p.steps; ++step) {
+      Flow join = timer_flow(gpu, 0);
+      Flow beside = timer_flow(gpu, p.hidden_s);
+      beside.after = {head};
+      join.after.push_back(graph.add(std::move(beside)));
+      const bool cp = p.ring_traffic >= 0 || p.group == CommGroup::cp;
+      for (const auto& group : cp ? groups.cp : groups.tp) {
+        const auto ids = p.ring_traffic >= 0
+                             ? append_after(graph, times.lower_traffic(p.ring_traffic, group), head)
+                             : add_lowered_collective(graph, router, times.choice(p.collective), group, channels, head);
+        join.after.insert(join.after.end(), ids.begin(), ids.end());
+      }
+      head = graph.add(std::move(join));
     }
-    const FlowId joined = graph.add(std::move(join));
-    chain.collectives.push_back({i, head, joined});
+    chain.collectives.push_back({i, first, head});
     Flow rest = timer_flow(gpu, compute[next++]);
-    rest.after = {joined};
+    rest.after = {head};
     head = graph.add(std::move(rest));
   }
   chain.exit = head;
@@ -107,7 +121,7 @@ std::vector<Part> realized_parts(const PassShape& shape, const PassChain& chain,
   std::vector<Part> parts = shape.parts;
   for (const PassChain::Collective& c : chain.collectives) {
     Part& p = parts[c.part];
-    p.duration_s = std::max(0.0, finish[c.join] - finish[c.head] - p.hidden_s);
+    p.duration_s = std::max(0.0, finish[c.join] - finish[c.head] - p.steps * p.hidden_s);
   }
   return parts;
 }

@@ -1,11 +1,13 @@
 #pragma once
-// A pass whose TP collectives run in place among the job's other traffic, rather than timed alone:
-// where a TP group's links also carry pipeline or data-parallel flows (traffic_isolation.hpp).
-// The pass becomes a chain on its unit's GPUs: its compute as timers, and each TP collective as
-// the flows of every TP group of the unit, lowered with the (algorithm, protocol) that was fastest
-// alone, beside a timer of the compute that hides it. The chain takes the pass's compute plus, per
-// collective, max(0, its time in place - hidden): what the one timed step takes with the alone
-// time, so a collective that meets nothing gives the same result.
+// A pass whose TP collectives or context-parallel exchanges run in place among the job's other
+// traffic, rather than timed alone: where a TP or CP group's links also carry pipeline or
+// data-parallel flows (traffic_isolation.hpp). The pass becomes a chain on its unit's GPUs: its
+// compute as timers, and each such collective as the flows of every TP (or CP) group of the unit,
+// lowered with the (algorithm, protocol) that was fastest alone, beside a timer of the compute
+// that hides it; a ring-attention exchange is its steps one after another, each beside its share
+// of the attention compute. The chain takes the pass's compute plus, per collective (per step),
+// max(0, its time in place - hidden): what the one timed step takes with the alone time, so a
+// collective that meets nothing gives the same result.
 #include <vector>
 
 #include "simulator/pass_times.hpp"
@@ -18,7 +20,7 @@ struct PassChain {
   struct Collective {
     std::size_t part;  // index in the shape's parts
     FlowId head;       // the step it starts after
-    FlowId join;       // its flows and its hiding compute both done
+    FlowId join;       // its (last step's) flows and hiding compute both done
   };
   std::vector<Collective> collectives;
 };
@@ -32,16 +34,24 @@ std::vector<FlowId> append_after(FlowGraph& graph, FlowGraph sub, FlowId after);
 std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& router, const CollectiveChoice& choice,
                                            const std::vector<int>& group, int channels, FlowId after);
 
-/// Adds `shape` as a chain on GPU `gpu`, with its TP collectives over `tp_groups` (every TP group
-/// of the unit); the entry waits for `after`.
+/// A unit's TP and CP groups (every one of each), and which of the two kinds run in place.
+struct UnitGroups {
+  std::vector<std::vector<int>> tp, cp;
+  bool tp_in_place = false, cp_in_place = false;
+};
+
+/// Adds `shape` as a chain on GPU `gpu`, its collectives that run in place over `groups`; the
+/// entry waits for `after`.
 PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTimes& times, const PassShape& shape,
-                            const std::vector<std::vector<int>>& tp_groups, int channels, int gpu,
-                            std::vector<FlowId> after);
+                            const UnitGroups& groups, int channels, int gpu, std::vector<FlowId> after);
 
 /// The shape's parts with each in-place collective's exposed time as it ran.
 std::vector<Part> realized_parts(const PassShape& shape, const PassChain& chain, const std::vector<Seconds>& finish);
 
-/// Whether a shape has a TP collective that takes time.
-bool has_tp_collective(const PassShape& shape);
+/// Whether a part runs in place among `groups`' kinds.
+bool runs_in_place(const Part& part, const UnitGroups& groups);
+
+/// Whether a shape has a part that runs in place.
+bool has_part_in_place(const PassShape& shape, const UnitGroups& groups);
 
 }  // namespace clustersim

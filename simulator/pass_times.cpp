@@ -76,10 +76,10 @@ Seconds PassTimes::zero_time(int rank, const Segment& s) {
 
 int PassTimes::tp_choice(int rank, const Segment& s) { return collective_choice(rank, s, plan_.tp_group[rank]); }
 
-std::vector<int> PassTimes::choices_of(int rank) const {
+std::vector<int> PassTimes::choices_of(int rank, CommGroup group) const {
   std::vector<int> out;
   for (const auto& [key, index] : tp_cache_)
-    if (std::get<0>(key) == rank && std::get<1>(key) == CommGroup::tp && index >= 0) out.push_back(index);
+    if (std::get<0>(key) == rank && std::get<1>(key) == group && index >= 0) out.push_back(index);
   return out;
 }
 
@@ -120,13 +120,16 @@ static DeepEpKernel deepep_kernel(const GroupTraffic& t) {
   return kernel;
 }
 
+FlowGraph PassTimes::lower_traffic(int traffic, const std::vector<int>& gpus) const {
+  const GroupTraffic& t = plan_.traffic.at(static_cast<std::size_t>(traffic));
+  return t.deepep ? lower_deepep(router_, gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes, deepep_kernel(t))
+                  : lower_all_to_all_v(router_, gpus, t.bytes, *find_protocol("Simple"), false);
+}
+
 Seconds PassTimes::traffic_time(int traffic) {
   if (plan_.free_communication) return 0;
   if (auto it = traffic_cache_.find(traffic); it != traffic_cache_.end()) return it->second;
-  const GroupTraffic& t = plan_.traffic.at(static_cast<std::size_t>(traffic));
-  const FlowGraph graph =
-      t.deepep ? lower_deepep(router_, t.gpus, t.ranks_per_node, t.network_bytes, t.nvlink_bytes, deepep_kernel(t))
-               : lower_all_to_all_v(router_, t.gpus, t.bytes, *find_protocol("Simple"), false);
+  const FlowGraph graph = lower_traffic(traffic, plan_.traffic.at(static_cast<std::size_t>(traffic)).gpus);
   const std::vector<Seconds> finish = engine_.run(graph);
   check_link_utilization(router_.cluster(), graph, finish, "all-to-all");
   const Seconds time = makespan(finish);
@@ -187,8 +190,14 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
       part.bytes = s.tp_bytes;
       part.group = s.group;
       if (s.kind == SegmentKind::tp_comm) {
-        part.tp_collective = tp_choice(rank, s);
+        part.collective = tp_choice(rank, s);
         part.hidden_s = hiding_s(s, kind == PassKind::backward);
+      }
+      if (s.kind == SegmentKind::cp_comm && s.traffic < 0) part.collective = collective_choice(rank, s, plan_.cp_group[rank]);
+      if (s.kind == SegmentKind::cp_comm && s.traffic >= 0 && !plan_.free_communication) {
+        part.ring_traffic = s.traffic;
+        part.steps = s.repeat;
+        part.hidden_s = s.hidden_s;
       }
       part.comm_s = comm_time(rank, s);
       if (s.kind == SegmentKind::ep_comm) {
@@ -218,9 +227,12 @@ const PassShape& PassTimes::slowed(const PassShape& shape, double speed) {
   for (Part part : shape.parts) {
     if (!is_wait(part.kind)) {
       part.duration_s /= speed;
-    } else if (part.tp_collective >= 0) {
+    } else if (part.collective >= 0) {
       part.hidden_s /= speed;
-      part.duration_s = std::max(0.0, choice(part.tp_collective).alone_s - part.hidden_s);
+      part.duration_s = std::max(0.0, choice(part.collective).alone_s - part.hidden_s);
+    } else if (part.ring_traffic >= 0) {  // each step beside slower attention compute
+      part.hidden_s /= speed;
+      part.duration_s = part.steps * std::max(0.0, part.comm_s / part.steps - part.hidden_s);
     }
     out.duration_s += part.duration_s;
     out.parts.push_back(std::move(part));

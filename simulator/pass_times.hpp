@@ -4,7 +4,9 @@
 // all-to-all) is timed alone on the fabric once per shape and cached, and shows only what the
 // compute beside it does not hide, and slows that compute by the SMs it holds (interference_s,
 // a compute part of its own). The iteration replays each pass as one timed step and keeps the parts
-// for the breakdown and the trace.
+// for the breakdown and the trace; where TP or CP collectives must run among the job's other
+// traffic, the parts say which (Part::collective, Part::ring_traffic) and pass_in_place.hpp
+// replays them as flows.
 #include <map>
 #include <string>
 #include <tuple>
@@ -23,10 +25,14 @@ struct Part {
   /// A wait: the share of the GPU's SMs its communication kernel holds while it runs, what it takes
   /// from compute that an F&B unit runs beside it.
   double sm_share = 0;
-  /// A collective over the rank's TP group: its index in PassTimes::choice (-1 for anything else),
-  /// and the compute beside it that hides it (duration_s = max(0, alone - hidden)).
-  int tp_collective = -1;
+  /// A collective over the unit's TP or CP groups (`group`): its index in PassTimes::choice (-1 for
+  /// anything else), and the compute beside it that hides it (duration_s = max(0, alone - hidden)).
+  int collective = -1;
   Seconds hidden_s = 0;
+  /// A ring-attention step: its traffic (IterationPlan::traffic, -1 for anything else), run `steps`
+  /// times, each beside hidden_s of compute (duration_s = steps x max(0, alone - hidden)).
+  int ring_traffic = -1;
+  int steps = 1;
   /// A wait's communication as it runs on its own stream, for traces: its whole time (alone on the
   /// fabric; duration_s is only what compute did not hide), what it moves and over which group.
   Seconds comm_s = 0;
@@ -86,8 +92,11 @@ class PassTimes {
   /// The TP collective `s` of `rank` as timed alone (-1 if it takes no time: no bytes, a group of one).
   int tp_choice(int rank, const Segment& s);
   const CollectiveChoice& choice(int index) const { return choices_[static_cast<std::size_t>(index)]; }
-  /// Every TP collective choice made for `rank` so far.
-  std::vector<int> choices_of(int rank) const;
+  /// Every choice made for `rank`'s collectives over `group` (TP or CP) so far.
+  std::vector<int> choices_of(int rank, CommGroup group) const;
+  /// A traffic (an all-to-all or a ring step) over `gpus` in place of the GPUs it was planned on,
+  /// position for position: the flows its alone time comes from.
+  FlowGraph lower_traffic(int traffic, const std::vector<int>& gpus) const;
 
  private:
   Seconds interference(int rank, const Segment& s, bool weight_in_pass);

@@ -123,10 +123,10 @@ std::vector<StageMemory> checked_stage_memory(const ScenarioSpec& s, const Itera
 }
 
 RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
-                       TpPlacement tp_placement, bool link_tiers, TraceSink* trace) {
+                       Placements placement, bool link_tiers, TraceSink* trace) {
   IterationPlan plan = plan_iteration(s, kernels);
   plan.fold = fold_under(s, fold);
-  plan.tp_placement = tp_placement;
+  plan.placement = placement;
   if (!s.nodes.empty()) place_plan(plan, s.nodes, s.cluster.node.gpus);
   const std::vector<StageMemory> memory = checked_stage_memory(s, plan, allow_oom);
 

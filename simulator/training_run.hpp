@@ -72,7 +72,7 @@ FoldMode fold_under(const ScenarioSpec& scenario, FoldMode asked);
 /// `trace`, when given, receives the iteration's trace as it is accounted (trace_sink.hpp).
 RunReport run_training(const ScenarioSpec& scenario, bool allow_oom, const KernelTable* kernels = nullptr,
                        FoldMode fold = FoldMode::assume, Solver solver = Solver::fluid,
-                       TpPlacement tp_placement = TpPlacement::automatic, bool link_tiers = false,
+                       Placements placement = {}, bool link_tiers = false,
                        TraceSink* trace = nullptr);
 
 }  // namespace clustersim

@@ -91,7 +91,7 @@ TEST_CASE("time ticks are 1, 2 or 5 times a power of ten, in ms under a second a
 
 TEST_CASE("a run's report has a row per stream of each rank, chunks as interleaving places them, and bars that add up") {
   const ScenarioSpec s = load_scenario(kScenario, {"global_batch=64", "schedule=interleaved", "parallel.virtual_stages=2"});
-  const RunReport r = run_training(s, false, nullptr, FoldMode::assume, Solver::fluid, TpPlacement::automatic, true);
+  const RunReport r = run_training(s, false, nullptr, FoldMode::assume, Solver::fluid, Placements{}, true);
   const int p = s.layout.pp;
   ReportPage page;
   page.title = "test";

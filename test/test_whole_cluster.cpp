@@ -4,30 +4,19 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <map>
 
 #include "collectives/collective.hpp"
 #include "simulator/iteration.hpp"
+#include "small_clusters.hpp"
 #include "support.hpp"
 
 using namespace clustersim;
+using clustersim::test::fat_tree_four_nodes;
+using clustersim::test::rail_optimized_four_nodes;
+using clustersim::test::single_switch_four_nodes;
+using clustersim::test::two_leaf_fat_tree;
 
 namespace {
-
-/// Two DGX A100 nodes on two leaves of a 2-tier fat tree whose leaves have 8 down ports and
-/// 8 / oversubscription up ports.
-std::string two_leaf_fat_tree(int oversubscription) {
-  const int radix = 8 + 8 / oversubscription;
-  return test::replaced_all(
-      test::replaced_all(test::read_file(test::source_path("scenarios/clusters/dgx-a100-fat-tree.yaml")),
-                         "  nodes: 384\n", "  nodes: 2\n", "fat tree"),
-      "  tiers:\n    - {radix: 40, oversubscription: 1}   # leaves: 20 down, 20 up\n"
-      "    - {radix: 40, oversubscription: 1}   # spines: 20 down, 20 up, pods of 20 leaves\n"
-      "    - {radix: 40}                        # core\n",
-      "  tiers:\n    - {radix: " + std::to_string(radix) + ", oversubscription: " + std::to_string(oversubscription) +
-          "}\n    - {radix: 16}\n",
-      "fat tree");
-}
 
 /// One pipeline rank, tp 8 on each node, dp 2 across the nodes: eight data-parallel groups, one per
 /// TP rank ({t, 8 + t}), each all-reducing `gradient` bytes after a 1 ms step.
@@ -54,23 +43,15 @@ IterationPlan two_replica_plan(Bytes gradient) {
   return plan;
 }
 
-/// The closed form of concurrent pipelined rings under max-min: every flow pays its latency, then
-/// the link carrying the most bytes drains last, at its bandwidth (its flows share it equally and
-/// no other link holds them back), so the phase takes latency + max over links of bytes / bandwidth.
+/// Every data-parallel ring of the plan at once, as concurrent pipelined rings under max-min take it.
 Seconds bottleneck_time(const Cluster& cluster, const Router& router, const IterationPlan& plan) {
-  std::map<LinkDir, double> bytes;
-  Seconds latency = 0;
+  std::vector<Flow> flows;
   for (const auto& group : plan.dp_groups[0]) {
     const CollectiveRequest req{Op::all_reduce, group, plan.stages[0].gradient_bytes, plan.channels,
                                 *find_protocol("Simple"), 0};
-    for (const Flow& f : find_algorithm("ring")->lower(router, req).flows) {
-      for (LinkDir l : f.links) bytes[l] += static_cast<double>(f.size_bytes);
-      latency = std::max(latency, f.latency_s);
-    }
+    for (Flow& f : find_algorithm("ring")->lower(router, req).flows) flows.push_back(std::move(f));
   }
-  Seconds worst = 0;
-  for (const auto& [l, b] : bytes) worst = std::max(worst, b / cluster.effective_bandwidth_Bps(link_of(l)));
-  return latency + worst;
+  return test::bottleneck_s(cluster, flows);
 }
 
 }  // namespace
@@ -112,22 +93,6 @@ namespace {
 /// to a fresh folder laid out as scenarios/ is (clusters/ beside the GPU catalog).
 std::string small_scenario(const std::string& cluster_yaml, const std::string& parallel = "{tp: 8, pp: 2, dp: 2}") {
   return test::small_megatron_scenario("whole-cluster", cluster_yaml, parallel);
-}
-
-std::string fat_tree_four_nodes() {
-  return test::shipped_with("scenarios/clusters/dgx-a100-fat-tree.yaml", "  nodes: 384\n", "  nodes: 4\n");
-}
-
-std::string rail_optimized_four_nodes() {
-  return test::shipped_with("scenarios/clusters/dgx-a100-superpod.yaml", "  nodes: 384\n", "  nodes: 4\n");
-}
-
-std::string single_switch_four_nodes() {
-  const std::string fat = fat_tree_four_nodes();
-  const std::size_t fabric = fat.find("fabric:");
-  REQUIRE(fabric != std::string::npos);
-  return fat.substr(0, fabric) +
-         "fabric:\n  type: single_switch\n  nodes: 4\n  link_type: hdr\n  bandwidth_Gbps: 200\n  latency_us: 0.3\n";
 }
 
 }  // namespace
@@ -206,7 +171,7 @@ TEST_CASE("TP groups whose NVLink ports carry data-parallel rings run in place, 
   const std::string where = placed["tp_collectives"];
   CHECK(where.rfind("in place: the link ", 0) == 0);
   CHECK(where.find("nvswitch") != std::string::npos);
-  CHECK(where.find("also carries pipeline or data-parallel traffic") != std::string::npos);
+  CHECK(where.find("also carries other traffic of the job (pipeline, data-parallel, TP or CP)") != std::string::npos);
   const nlohmann::json alone = test::cli_json("run " + scenario + " --fold exact --tp-collectives alone");
   CHECK(alone["tp_collectives"].get<std::string>().rfind("timed alone (as asked): the link ", 0) == 0);
   CHECK(placed["iteration_s"].get<double>() >= alone["iteration_s"].get<double>() * (1 - 1e-12));

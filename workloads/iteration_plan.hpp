@@ -39,6 +39,11 @@ const char* to_string(FoldMode mode);
 /// what contention costs.
 enum class TpPlacement { automatic, alone, in_place };
 const char* to_string(TpPlacement placement);
+/// Under whole-cluster replay, where TP collectives and context-parallel exchanges are timed.
+struct Placements {
+  TpPlacement tp = TpPlacement::automatic;
+  TpPlacement cp = TpPlacement::automatic;
+};
 const char* to_string(SegmentKind kind);
 
 /// One step on a GPU's compute stream. Compute has a duration; a TP collective blocks it (Megatron
@@ -105,7 +110,7 @@ struct IterationPlan {
   /// dp_group and expert_dp_group alone.
   std::vector<std::vector<std::vector<int>>> dp_groups, expert_dp_groups;
   FoldMode fold = FoldMode::assume;
-  TpPlacement tp_placement = TpPlacement::automatic;
+  Placements placement;
   std::vector<GroupTraffic> traffic;      // the all-to-alls and ring steps segments refer to
   bool distributed_optimizer = false;     // ZeRO-1: reduce-scatter gradients, all-gather parameters
   bool blocking_p2p = false;              // a pipeline send holds its sender until it lands (Megatron's synchronous p2p)

@@ -51,7 +51,7 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
     const ScenarioSpec s = load_scenario(o.scenario, overrides);
     const FoldMode fold = parse_fold(o.fold);
     const bool drawn = !o.report.empty() || !o.svg.empty();  // both draw report_timeline's picture
-    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, parse_tp_placement(o.tp_collectives, fold), drawn);
+    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, Placements{parse_placement(o.tp_collectives, fold, "--tp-collectives")}, drawn);
     double bubble = 0, peak_activations = 0, peak_total = 0;
     int activation_stage = 0, total_stage = 0;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -148,7 +148,7 @@ void add_compare_command(CLI::App& app) {
                   "none, all");
   cmd->add_option("--tp-collectives", o->tp_collectives, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->callback([o] {
-    parse_tp_placement(o->tp_collectives, parse_fold(o->fold));  // the options' errors before any row
+    parse_placement(o->tp_collectives, parse_fold(o->fold), "--tp-collectives");  // the options' errors before any row
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
     if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));

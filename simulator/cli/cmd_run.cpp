@@ -30,6 +30,7 @@ struct RunOptions {
   std::string fold = "assume";
   std::string solver = "fluid";
   std::string tp_collectives = "auto";
+  std::string cp_exchanges = "auto";
   std::string calibration, catalog;
   int repeat = 1;
   bool fold_given = false;
@@ -132,6 +133,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
   if (it.simulated_replicas > 1)
     std::cout << fmt::format("breakdown of replica    {:>12}   (the slowest)\n", it.reported_replica);
   if (!it.tp_collectives.empty()) std::cout << "TP collectives          " << it.tp_collectives << "\n";
+  if (!it.cp_exchanges.empty()) std::cout << "CP exchanges            " << it.cp_exchanges << "\n";
   std::cout << fmt::format("tokens/s                {:>12.0f}\n", r.tokens_per_s);
   std::cout << fmt::format("model TFLOP/s per GPU   {:>12.1f}   (Megatron: executed FLOPs, recompute included)\n",
                            r.model_tflops_per_gpu);
@@ -165,6 +167,7 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   j["config"]["repeat"] = o.repeat;
   j["config"]["solver"] = o.solver;
   j["config"]["tp_collectives"] = o.tp_collectives;
+  j["config"]["cp_exchanges"] = o.cp_exchanges;
   j["config"]["allow_oom"] = o.allow_oom;
   j["config"]["kernels"] = o.kernels.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.kernels);
   j["scenario"] = s.name;
@@ -177,6 +180,7 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   j["simulated_replicas"] = r.iteration.simulated_replicas;
   j["fold"] = to_string(r.iteration.fold);
   if (!r.iteration.tp_collectives.empty()) j["tp_collectives"] = r.iteration.tp_collectives;
+  if (!r.iteration.cp_exchanges.empty()) j["cp_exchanges"] = r.iteration.cp_exchanges;
   if (const std::string v = variability_text(s, r); !v.empty())
     j["variability"] = {{"seed", s.variability.seed}, {"summary", v},
                         {"slowest_gpu", r.slowest_gpu}, {"slowest_speed", r.slowest_speed}};
@@ -241,6 +245,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--tp-collectives", o->tp_collectives,
                   "with --fold exact, none or all: auto (alone where provably exact, else in place among the other "
                   "traffic; the default), alone, in-place");
+  cmd->add_option("--cp-exchanges", o->cp_exchanges,
+                  "with --fold exact, none or all: the same for context-parallel exchanges (ring-attention steps, "
+                  "K/V all-gathers)");
   cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate): as the scenario's calibration field, relative to here");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
@@ -250,7 +257,9 @@ void add_run_command(CLI::App& app) {
     if (o->repeat < 1 || o->repeat > 10000)
       throw UserError("command line", 0, "--repeat", "expected 1 to 10000 draws, got " + std::to_string(o->repeat));
     const Solver solver = parse_solver(o->solver);
-    parse_tp_placement(o->tp_collectives, FoldMode::exact);  // its words now; with the fold once it is known
+    // Their words now; with the fold once it is known.
+    parse_placement(o->tp_collectives, FoldMode::exact, "--tp-collectives");
+    parse_placement(o->cp_exchanges, FoldMode::exact, "--cp-exchanges");
     if (trace_ranks->count() > 0 && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
@@ -259,6 +268,7 @@ void add_run_command(CLI::App& app) {
       const std::pair<bool, const char*> single[] = {
           {!o->trace.empty(), "--trace"}, {!o->report.empty(), "--report"}, {!o->kernels.empty(), "--kernels"},
           {o->repeat > 1, "--repeat"}, {o->fold_given, "--fold"}, {o->tp_collectives != "auto", "--tp-collectives"},
+          {o->cp_exchanges != "auto", "--cp-exchanges"},
           {!o->calibration.empty(), "--calibration"}, {!o->catalog.empty(), "--catalog"}};
       for (const auto& [given, name] : single)
         if (given) jobs.single_job_options.push_back(name);
@@ -289,7 +299,8 @@ void add_run_command(CLI::App& app) {
       fold = fold_under(s, fold);
       o->fold = to_string(fold);
     }
-    const TpPlacement tp_placement = parse_tp_placement(o->tp_collectives, fold);
+    const Placements placement{parse_placement(o->tp_collectives, fold, "--tp-collectives"),
+                               parse_placement(o->cp_exchanges, fold, "--cp-exchanges")};
     if (o->repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none && s.variability.flapping.empty())
       throw UserError("command line", 0, "--repeat",
                       "expected a scenario whose variability.gpu_speed draws each GPU's speed from a distribution, "
@@ -306,7 +317,7 @@ void add_run_command(CLI::App& app) {
       throw UserError("command line", 0, "--topology-level", "expected --report as well: it sets the level of the report's cluster picture");
     std::optional<TraceWriter> trace;
     if (!o->trace.empty()) trace.emplace(o->trace, keep, "--trace");
-    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement,
+    const RunReport r = run_training(s, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, placement,
                                      !o->report.empty(), trace ? &*trace : nullptr);
     if (trace) trace->finish();
     std::optional<DrawSummary> draws;
@@ -317,7 +328,7 @@ void add_run_command(CLI::App& app) {
       for (int k = 1; k < o->repeat; ++k) {
         drawn.variability.seed = s.variability.seed + static_cast<std::uint64_t>(k);
         seeds.push_back(drawn.variability.seed);
-        times.push_back(run_training(drawn, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, tp_placement).iteration_s);
+        times.push_back(run_training(drawn, o->allow_oom, kernels ? &*kernels : nullptr, fold, solver, placement).iteration_s);
       }
       draws = summarize_draws(std::move(seeds), std::move(times));
     }

@@ -96,6 +96,7 @@ nlohmann::ordered_json jobs_json(const JobsScenario& js, const std::vector<JobOu
                          {"replicas", r.together.replicas},
                          {"simulated_replicas", r.together.simulated_replicas},
                          {"tp_collectives", r.together.tp_collectives},
+                         {"cp_exchanges", r.together.cp_exchanges},
                          {"exposed_dp_s", {{"alone", largest(r.alone, &RankBreakdown::dp_exposed_s)},
                                            {"together", largest(r.together, &RankBreakdown::dp_exposed_s)}}},
                          {"exposed_pp_s", {{"alone", largest(r.alone, &RankBreakdown::pp_exposed_s)},
@@ -130,6 +131,8 @@ void print_jobs(const JobsScenario& js, const std::vector<JobOutcome>& out) {
   }
   for (const JobOutcome& r : out)
     if (!r.together.tp_collectives.empty()) std::cout << fmt::format("TP collectives of {:<6} {}\n", r.name, r.together.tp_collectives);
+  for (const JobOutcome& r : out)
+    if (!r.together.cp_exchanges.empty()) std::cout << fmt::format("CP exchanges of {:<8} {}\n", r.name, r.together.cp_exchanges);
   // Per job and stage, alone -> together: which waits the other jobs lengthened.
   for (const JobOutcome& r : out) {
     std::cout << fmt::format("# stages of job {} (s, alone -> together; the breakdown of its slowest replica)\n", r.name);

@@ -70,8 +70,9 @@ double parse_number(const std::string& text, const std::string& option, double m
 Solver parse_solver(const std::string& text);
 /// --fold: exact, none, all or assume (iteration_plan.hpp).
 FoldMode parse_fold(const std::string& text);
-/// `--tp-collectives`; anything but auto needs whole-cluster replay (a fold other than assume).
-TpPlacement parse_tp_placement(const std::string& text, FoldMode fold);
+/// `--tp-collectives` or `--cp-exchanges` (`option`); anything but auto needs whole-cluster replay
+/// (a fold other than assume).
+TpPlacement parse_placement(const std::string& text, FoldMode fold, const std::string& option);
 
 /// An input file named by an option: it exists, is a file and is not larger than any real input.
 void check_input_path(const std::string& path, const std::string& option);

@@ -108,7 +108,7 @@ std::string search_report_page(const std::string& scenario, const std::vector<st
     const std::string text = run_in_child([&] {
       try {
         const ScenarioSpec s = load_scenario(scenario, configuration_overrides(overrides, c));
-        const RunReport run = run_training(s, false, nullptr, FoldMode::assume, Solver::fluid, TpPlacement::automatic, true);
+        const RunReport run = run_training(s, false, nullptr, FoldMode::assume, Solver::fluid, Placements{}, true);
         return report_run_json(report_run(run, c.text())).dump();
       } catch (const std::exception&) {
         return std::string();  // it ran once already; if not again, the page goes without its timeline

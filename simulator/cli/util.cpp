@@ -199,15 +199,16 @@ FoldMode parse_fold(const std::string& text) {
   throw UserError("command line", 0, "--fold", "expected exact, none, all or assume, got '" + text + "'");
 }
 
-TpPlacement parse_tp_placement(const std::string& text, FoldMode fold) {
+TpPlacement parse_placement(const std::string& text, FoldMode fold, const std::string& option) {
+  const std::string what = option == "--cp-exchanges" ? "CP exchanges" : "TP collectives";
   for (TpPlacement p : {TpPlacement::automatic, TpPlacement::alone, TpPlacement::in_place})
     if (text == to_string(p)) {
       if (p != TpPlacement::automatic && fold == FoldMode::assume)
-        throw UserError("command line", 0, "--tp-collectives",
-                        "expected --fold exact, none or all as well: under assume TP collectives are always timed alone");
+        throw UserError("command line", 0, option,
+                        "expected --fold exact, none or all as well: under assume " + what + " are always timed alone");
       return p;
     }
-  throw UserError("command line", 0, "--tp-collectives", "expected auto, alone or in-place, got '" + text + "'");
+  throw UserError("command line", 0, option, "expected auto, alone or in-place, got '" + text + "'");
 }
 
 std::string catalog_override(const std::string& path) {
