@@ -44,8 +44,8 @@ class Matcher {
     for (const OwnFlow& f : in_.copies[static_cast<std::size_t>(d)])
       for (LinkDir l : f.links)
         if (owner_.at(l) == kSeveral)
-          return "replica " + std::to_string(d) + "'s own traffic shares the link " + cluster_.direction_name(l) +
-                 " with another replica's";
+          return in_.what + " " + std::to_string(d) + "'s own traffic shares the link " + cluster_.direction_name(l) +
+                 " with another " + in_.what + "'s";
     return {};
   }
 
@@ -114,7 +114,7 @@ Folding fold_replicas(const Cluster& cluster, const FoldInput& in, FoldMode mode
     ++out.simulated_replicas;
     if (shared.empty()) isolated_simulated.push_back(d);
     if (d > 0 && out.why_not.empty())
-      out.why_not = shared.empty() ? "replica " + std::to_string(d) + "'s traffic is not an image of replica 0's" : shared;
+      out.why_not = shared.empty() ? in.what + " " + std::to_string(d) + "'s traffic is not an image of " + in.what + " 0's" : shared;
   }
   return out;
 }

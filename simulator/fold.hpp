@@ -30,6 +30,9 @@ struct OwnFlow {
 
 struct FoldInput {
   int replicas = 1;
+  /// What one of `replicas` is, for messages: a replica, or an expert-parallel group of replicas
+  /// whose MoE all-to-alls run in place (they fold as a whole).
+  std::string what = "replica";
   /// copies[replica]: the replica's own flows, in the same order for every replica.
   std::vector<std::vector<OwnFlow>> copies;
   /// Flows that cross several replicas: the links each one crosses.

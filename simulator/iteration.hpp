@@ -63,6 +63,9 @@ struct IterationResult {
   std::string tp_collectives;
   /// The same for context-parallel exchanges (ring-attention steps, CP all-gathers); empty without CP.
   std::string cp_exchanges;
+  /// The same for MoE all-to-alls (dispatch and combine over each expert-parallel group); empty
+  /// where they cross no replicas.
+  std::string ep_all_to_alls;
   FoldMode fold = FoldMode::assume;  // how replicas were folded
 };
 

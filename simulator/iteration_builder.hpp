@@ -117,18 +117,35 @@ class IterationBuilder {
   /// A unit's TP and CP groups, for the kinds that run in place.
   UnitGroups unit_groups(int replica, int rank) const;
 
-  /// The ring-attention step traffics of the plan (IterationPlan::traffic indices).
-  std::vector<int> ring_traffics() const;
+  /// Replicas per expert-parallel group, 1 where MoE all-to-alls cross no replicas.
+  int ep_replicas() const {
+    const int ep = plan_.expert_parallel;
+    return ep > 1 && replicas_ % ep == 0 ? ep : 1;
+  }
+
+  /// The expert-parallel groups of `rank` in replicas block * ep .. block * ep + ep - 1: one per
+  /// member position, its GPUs that member of each replica's unit.
+  std::vector<std::vector<int>> ep_groups(int block, int rank) const;
+
+  /// The traffics (IterationPlan::traffic indices) of the plan's steps of one kind: ring-attention
+  /// steps (cp_comm) or MoE all-to-alls (ep_comm).
+  std::vector<int> traffics_of(SegmentKind kind) const;
 
   /// Every collective over `kind` (TP or CP) that `rank` runs, lowered over `group` as it ran
   /// alone, and for CP one step of each ring-attention exchange.
   std::vector<OwnFlow> group_flows(int rank, CommGroup kind, const std::vector<int>& group) const;
 
-  /// TP collectives and CP exchanges each keep their alone times where no link of any of their
-  /// groups carries other traffic of the job (traffic_isolation.hpp), the other kind included;
-  /// elsewhere they run in place. MoE all-to-alls and ZeRO's per-layer collectives, whose groups
-  /// span replicas, stay out of the proof: they are timed alone (README).
+  /// TP collectives, CP exchanges and MoE all-to-alls each keep their alone times where no link of
+  /// any of their groups carries other traffic of the job (traffic_isolation.hpp), the other kinds
+  /// included; elsewhere they run in place. ZeRO's per-layer collectives stay out of the proof:
+  /// they are timed alone (README). MoE all-to-alls in place join the replicas of an
+  /// expert-parallel group, which then fold only as a whole (onto another group's replicas).
   void place_unit_collectives(FoldInput& traffic);
+
+  /// Every MoE all-to-all in place: per pipeline rank, expert-parallel group of simulated replicas
+  /// and pass, the flows of its groups start once every unit has reached it and every unit goes on
+  /// once they all end (a synchronous all-to-all waits for its slowest member).
+  void add_ep_exchanges();
 
   /// Room for the whole graph before it grows: a whole-cluster graph is millions of flows, and
   /// growing by doubling would move every one several times. Reserved pages that stay unused are
@@ -238,9 +255,10 @@ class IterationBuilder {
   std::vector<FlowId> rank_last_, optimizer_, rank_end_;  // by unit
   std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
   std::map<std::tuple<int, bool, int>, int> pass_rank_;  // (model stage, forward?, microbatch) -> its pipeline rank
-  bool tp_in_place_ = false, cp_in_place_ = false;
+  bool tp_in_place_ = false, cp_in_place_ = false, ep_in_place_ = false;
   bool shares_fabric_ = false;
-  std::string tp_placement_, cp_placement_;
+  std::string tp_placement_, cp_placement_, ep_placement_;
+  int fold_block_ = 1;  // replicas the fold maps as one: an expert-parallel group's, in place
   std::map<FlowId, std::pair<FlowId, Seconds>> chain_entry_;  // a pass in place: last step -> (entry, planned time)
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
   std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for

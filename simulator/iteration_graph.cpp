@@ -55,6 +55,39 @@ void IterationBuilder::add_rank_passes(int replica, int rank) {
   }
 }
 
+void IterationBuilder::add_ep_exchanges() {
+  if (!ep_in_place_) return;
+  const int ep = ep_replicas();
+  std::map<std::size_t, std::vector<const Step*>> of_unit;  // each unit's passes, in order
+  for (const Step& step : steps_) of_unit[unit(step.replica, step.rank)].push_back(&step);
+  for (int d : simulated_) {
+    if (d % ep != 0) continue;  // an expert-parallel group is simulated whole, from its first replica
+    const int block = d / ep;
+    for (int r = 0; r < ranks(); ++r) {
+      const std::vector<std::vector<int>> groups = ep_groups(block, r);
+      const std::vector<const Step*>& first = of_unit.at(unit(d, r));
+      for (std::size_t k = 0; k < first.size(); ++k) {
+        if (!first[k]->chain) continue;  // every replica's pass k is alike: in place in all or none
+        const PassChain& chain = *first[k]->chain;
+        for (std::size_t c = 0; c < chain.collectives.size(); ++c) {
+          const int traffic = first[k]->shape->parts[chain.collectives[c].part].ep_traffic;
+          if (traffic < 0) continue;
+          std::vector<FlowId> reached;
+          for (int e = d; e < d + ep; ++e) reached.push_back(of_unit.at(unit(e, r))[k]->chain->collectives[c].head);
+          const FlowId all_there = join(gpu(d, r, 0), reached);
+          std::vector<FlowId> flows;
+          for (const auto& group : groups) {
+            const auto ids = append_after(graph_, times_.lower_traffic(traffic, group), all_there);
+            flows.insert(flows.end(), ids.begin(), ids.end());
+          }
+          const FlowId done = flows.empty() ? all_there : join(gpu(d, r, 0), std::move(flows));
+          for (int e = d; e < d + ep; ++e) graph_.flows[of_unit.at(unit(e, r))[k]->chain->collectives[c].join].after.push_back(done);
+        }
+      }
+    }
+  }
+}
+
 void IterationBuilder::add_transfers() {
   const int model_stages = static_cast<int>(plan_.stages.size());
   for (auto& [key, consumer] : passes_) {

@@ -87,15 +87,24 @@ UnitGroups IterationBuilder::unit_groups(int replica, int rank) const {
   out.cp_in_place = cp_in_place_;
   if (tp_in_place_) out.tp = tp_groups(replica, rank);
   if (cp_in_place_) out.cp = cp_groups(replica, rank);
+  out.ep_in_place = ep_in_place_;
   return out;
 }
 
-std::vector<int> IterationBuilder::ring_traffics() const {
+std::vector<std::vector<int>> IterationBuilder::ep_groups(int block, int rank) const {
+  const int ep = ep_replicas();
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(members()));
+  for (int m = 0; m < members(); ++m)
+    for (int d = block * ep; d < (block + 1) * ep; ++d) out[static_cast<std::size_t>(m)].push_back(gpu(d, rank, m));
+  return out;
+}
+
+std::vector<int> IterationBuilder::traffics_of(SegmentKind kind) const {
   std::vector<int> out;
   for (const StagePlan& sp : plan_.stages)
     for (const auto* segments : {&sp.forward, &sp.backward_input, &sp.backward_weight})
       for (const Segment& s : *segments)
-        if (s.kind == SegmentKind::cp_comm && s.traffic >= 0) out.push_back(s.traffic);
+        if (s.kind == kind && s.traffic >= 0) out.push_back(s.traffic);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -110,14 +119,14 @@ std::vector<OwnFlow> IterationBuilder::group_flows(int rank, CommGroup kind, con
       out.push_back({std::move(f.links), f.latency_s, f.size_bytes});
   }
   if (kind == CommGroup::cp)
-    for (int traffic : ring_traffics())
+    for (int traffic : traffics_of(SegmentKind::cp_comm))
       for (Flow& f : times_.lower_traffic(traffic, group).flows) out.push_back({std::move(f.links), f.latency_s, f.size_bytes});
   return out;
 }
 
 namespace {
 
-/// Every group's flows of one kind (TP or CP) over the whole job, as the isolation proof sees them.
+/// Every group's flows of one kind (TP, CP or EP) over the whole job, as the isolation proof sees them.
 struct KindFlows {
   std::vector<std::vector<OwnFlow>> groups;
   std::vector<std::size_t> timed_as;  // the group whose alone time each reuses
@@ -130,7 +139,7 @@ struct KindFlows {
 void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
   if (plan_.free_communication || plan_.fold == FoldMode::assume) return;
   const Cluster& cluster = router_.cluster();
-  const bool ring_steps = !ring_traffics().empty();
+  const bool ring_steps = !traffics_of(SegmentKind::cp_comm).empty();
   auto gather = [&](CommGroup kind) {
     KindFlows k;
     std::vector<std::size_t> first_of_rank(static_cast<std::size_t>(ranks()));
@@ -150,17 +159,31 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
       }
     return k;
   };
-  KindFlows tp = gather(CommGroup::tp), cp = gather(CommGroup::cp);
-  // Each kind keeps its alone time only where nothing else, the other kind included, meets it.
-  auto decide = [&](const KindFlows& kind, const KindFlows& other, TpPlacement asked, const std::string& what,
-                    bool& in_place, std::string& placement) {
+  KindFlows tp = gather(CommGroup::tp), cp = gather(CommGroup::cp), ep;
+  // Every expert-parallel group's all-to-alls, each timed alone on the plan's group: rank 0's,
+  // first member, first replicas.
+  const std::vector<int> all_to_alls = ep_replicas() > 1 ? traffics_of(SegmentKind::ep_comm) : std::vector<int>{};
+  for (int b = 0; b < replicas_ / ep_replicas() && !all_to_alls.empty(); ++b)
+    for (int r = 0; r < ranks(); ++r)
+      for (const auto& group : ep_groups(b, r)) {
+        std::vector<OwnFlow>& flows = ep.groups.emplace_back();
+        for (int t : all_to_alls)
+          for (Flow& f : times_.lower_traffic(t, group).flows) flows.push_back({std::move(f.links), f.latency_s, f.size_bytes});
+        for (int gpu : group) ep.leaves_node |= cluster.node_of_gpu(gpu) != cluster.node_of_gpu(group.front());
+        ep.timed_as.push_back(0);
+        ep.replica_of.push_back(b * ep_replicas());
+      }
+  // Each kind keeps its alone time only where nothing else, the other kinds included, meets it.
+  auto decide = [&](const KindFlows& kind, std::vector<const KindFlows*> other_kinds, TpPlacement asked,
+                    const std::string& what, bool& in_place, std::string& placement) {
     if (kind.groups.empty()) return;
     std::vector<const std::vector<LinkDir>*> others;
     for (const auto& own : traffic.copies)
       for (const OwnFlow& f : own) others.push_back(&f.links);
     for (const auto& links : traffic.shared) others.push_back(&links);
-    for (const auto& group : other.groups)
-      for (const OwnFlow& f : group) others.push_back(&f.links);
+    for (const KindFlows* other : other_kinds)
+      for (const auto& group : other->groups)
+        for (const OwnFlow& f : group) others.push_back(&f.links);
     Isolation iso = check_isolation(cluster, kind.groups, kind.timed_as, others);
     if (shares_fabric_ && kind.leaves_node && iso.isolated) {
       iso.isolated = false;
@@ -173,8 +196,9 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
     if (asked != TpPlacement::automatic) placement += " (as asked)";
     placement += iso.isolated ? ": no link of a " + what + " group carries other traffic (proven)" : ": " + iso.why + more;
   };
-  decide(tp, cp, plan_.placement.tp, "TP", tp_in_place_, tp_placement_);
-  decide(cp, tp, plan_.placement.cp, "CP", cp_in_place_, cp_placement_);
+  decide(tp, {&cp, &ep}, plan_.placement.tp, "TP", tp_in_place_, tp_placement_);
+  decide(cp, {&tp, &ep}, plan_.placement.cp, "CP", cp_in_place_, cp_placement_);
+  decide(ep, {&tp, &cp}, plan_.placement.ep, "EP", ep_in_place_, ep_placement_);
   // In place, a unit's collectives are its replica's own traffic, which the fold must see.
   if (plan_.fold == FoldMode::none) return;
   for (auto [kind, in_place] : {std::pair(&tp, tp_in_place_), std::pair(&cp, cp_in_place_)})
@@ -183,6 +207,28 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
         auto& own = traffic.copies[static_cast<std::size_t>(kind->replica_of[g])];
         own.insert(own.end(), std::make_move_iterator(kind->groups[g].begin()), std::make_move_iterator(kind->groups[g].end()));
       }
+  if (!ep_in_place_) return;
+  // An all-to-all in place joins an expert-parallel group's replicas every MoE layer: the fold maps
+  // such a group as one (its replicas' own flows and its all-to-alls, in order) onto another.
+  fold_block_ = ep_replicas();
+  FoldInput blocks;
+  blocks.replicas = replicas_ / fold_block_;
+  blocks.what = "expert-parallel group";
+  blocks.shared = std::move(traffic.shared);
+  for (int d = 0; d < replicas_; ++d) {
+    if (d % fold_block_ == 0) blocks.copies.emplace_back();
+    auto& own = traffic.copies[static_cast<std::size_t>(d)];
+    blocks.copies.back().insert(blocks.copies.back().end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+    if (traffic.speeds.empty()) continue;
+    if (d % fold_block_ == 0) blocks.speeds.emplace_back();
+    const auto& speeds = traffic.speeds[static_cast<std::size_t>(d)];
+    blocks.speeds.back().insert(blocks.speeds.back().end(), speeds.begin(), speeds.end());
+  }
+  for (std::size_t g = 0; g < ep.groups.size(); ++g) {
+    auto& own = blocks.copies[static_cast<std::size_t>(ep.replica_of[g] / fold_block_)];
+    own.insert(own.end(), std::make_move_iterator(ep.groups[g].begin()), std::make_move_iterator(ep.groups[g].end()));
+  }
+  traffic = std::move(blocks);
 }
 
 void IterationBuilder::fold(const FoldInput& in) {
@@ -206,12 +252,17 @@ void IterationBuilder::fold(const FoldInput& in) {
   const Folding folding = fold_replicas(router_.cluster(), in, plan_.fold);
   if (plan_.fold == FoldMode::all && folding.simulated_replicas > 1)
     throw UserError("command line", 0, "--fold",
-                    "all replicas fold into one only where that is exact, and here " + folding.why_not +
-                        " (use --fold exact)");
+                    std::string(fold_block_ > 1 ? "all replicas fold into one expert-parallel group's (whose MoE "
+                                                  "all-to-alls run in place)"
+                                                : "all replicas fold into one") +
+                        " only where that is exact, and here " + folding.why_not + " (use --fold exact)");
   simulated_.clear();
-  for (int d = 0; d < replicas_; ++d)
-    if (folding.simulated_as[static_cast<std::size_t>(d)] == d) simulated_.push_back(d);
-  simulated_as_ = folding.simulated_as;
+  simulated_as_.clear();
+  for (int d = 0; d < replicas_; ++d) {  // a replica of a folded group onto its like in the other
+    const int onto = folding.simulated_as[static_cast<std::size_t>(d / fold_block_)] * fold_block_ + d % fold_block_;
+    simulated_as_.push_back(onto);
+    if (onto == d) simulated_.push_back(d);
+  }
 }
 
 FlowGraph IterationBuilder::ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const {

@@ -7,6 +7,7 @@
 namespace clustersim {
 
 bool runs_in_place(const Part& part, const UnitGroups& groups) {
+  if (part.ep_traffic >= 0) return groups.ep_in_place;
   if (part.ring_traffic >= 0) return groups.cp_in_place;
   if (part.collective < 0) return false;
   return part.group == CommGroup::cp ? groups.cp_in_place : groups.tp_in_place;
@@ -100,7 +101,8 @@ PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTi
       beside.after = {head};
       join.after.push_back(graph.add(std::move(beside)));
       const bool cp = p.ring_traffic >= 0 || p.group == CommGroup::cp;
-      for (const auto& group : cp ? groups.cp : groups.tp) {
+      static const std::vector<std::vector<int>> across_units;  // an all-to-all's: joined later
+      for (const auto& group : p.ep_traffic >= 0 ? across_units : cp ? groups.cp : groups.tp) {
         const auto ids = p.ring_traffic >= 0
                              ? append_after(graph, times.lower_traffic(p.ring_traffic, group), head)
                              : add_lowered_collective(graph, router, times.choice(p.collective), group, channels, head);

@@ -34,10 +34,13 @@ std::vector<FlowId> append_after(FlowGraph& graph, FlowGraph sub, FlowId after);
 std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& router, const CollectiveChoice& choice,
                                            const std::vector<int>& group, int channels, FlowId after);
 
-/// A unit's TP and CP groups (every one of each), and which of the two kinds run in place.
+/// A unit's TP and CP groups (every one of each), and which kinds run in place. An MoE all-to-all
+/// in place spans several replicas' units: the chain leaves a wait for it (its collective's head
+/// and join, with nothing between them) that the builder joins to the expert-parallel group's
+/// flows once every unit of the group has its chain.
 struct UnitGroups {
   std::vector<std::vector<int>> tp, cp;
-  bool tp_in_place = false, cp_in_place = false;
+  bool tp_in_place = false, cp_in_place = false, ep_in_place = false;
 };
 
 /// Adds `shape` as a chain on GPU `gpu`, its collectives that run in place over `groups`; the

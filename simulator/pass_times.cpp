@@ -203,6 +203,7 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
       if (s.kind == SegmentKind::ep_comm) {
         part.op = Op::all_to_all;
         part.bytes = traffic_bytes(s.traffic);
+        if (!plan_.free_communication) part.ep_traffic = s.traffic;
       }
       part.hidden_before = s.kind == SegmentKind::cp_comm && s.traffic >= 0;
       if (part.hidden_before) {  // ring attention: K/V blocks passed to the next rank, cp - 1 times

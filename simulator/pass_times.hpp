@@ -33,6 +33,9 @@ struct Part {
   /// times, each beside hidden_s of compute (duration_s = steps x max(0, alone - hidden)).
   int ring_traffic = -1;
   int steps = 1;
+  /// An MoE all-to-all (dispatch or combine): its traffic, which runs in place over the
+  /// expert-parallel group's units where they run it among the job's traffic; -1 for anything else.
+  int ep_traffic = -1;
   /// A wait's communication as it runs on its own stream, for traces: its whole time (alone on the
   /// fabric; duration_s is only what compute did not hide), what it moves and over which group.
   Seconds comm_s = 0;

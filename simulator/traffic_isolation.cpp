@@ -41,7 +41,7 @@ Isolation check_isolation(const Cluster& cluster, const std::vector<std::vector<
       for (LinkDir l : f.links) {
         auto [it, fresh] = owner.emplace(l, g);
         if (!fresh && it->second != g) note(l, "another group's collectives");
-        if (other.count(l)) note(l, "other traffic of the job (pipeline, data-parallel, TP or CP)");
+        if (other.count(l)) note(l, "other traffic of the job (pipeline, data-parallel, TP, CP or EP)");
       }
     if (out.why.empty() && !congruent(cluster, groups[timed_as[g]], groups[g]))
       out.why = "group " + std::to_string(g) + "'s flows are not an image of those of group " +

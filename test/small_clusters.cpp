@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "collectives/point_to_point.hpp"
 #include "support.hpp"
 
 namespace clustersim::test {
@@ -47,6 +48,28 @@ Seconds bottleneck_s(const Cluster& cluster, const std::vector<Flow>& flows) {
   Seconds worst = 0;
   for (const auto& [l, b] : bytes) worst = std::max(worst, b / cluster.effective_bandwidth_Bps(link_of(l)));
   return latency + worst;
+}
+
+FourToOneLeaves::FourToOneLeaves()
+    : cluster(cluster_from_yaml(two_leaf_fat_tree(4), "fat-tree-4to1.yaml")), router(cluster), engine(cluster) {}
+
+Seconds FourToOneLeaves::exchange_s(const std::vector<std::vector<double>>& bytes,
+                                    const std::vector<std::pair<int, int>>& pairs) const {
+  std::vector<Flow> flows;
+  for (auto [a, b] : pairs)
+    for (Flow& f : lower_all_to_all_v(router, {a, b}, bytes, *find_protocol("Simple"), false).flows)
+      flows.push_back(std::move(f));
+  return bottleneck_s(cluster, flows);
+}
+
+void check_placement_option_errors(const std::string& scenario, const std::string& option, const std::string& what) {
+  const CliResult bad = run_cli("run " + scenario + " --fold exact " + option + " sometimes");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.stderr_text.find(option + ": expected auto, alone or in-place, got 'sometimes'") != std::string::npos);
+  const CliResult assumed = run_cli("run " + scenario + " " + option + " alone");
+  CHECK(assumed.exit_code == 2);
+  CHECK(assumed.stderr_text.find(option + ": expected --fold exact, none or all as well: under assume " + what +
+                                 " are always timed alone") != std::string::npos);
 }
 
 }  // namespace clustersim::test

@@ -3,7 +3,6 @@
 // links, wherever timing one group alone would miss them.
 #include <catch2/catch.hpp>
 
-#include "collectives/point_to_point.hpp"
 #include "simulator/iteration.hpp"
 #include "small_clusters.hpp"
 #include "support.hpp"
@@ -48,21 +47,14 @@ IterationPlan ring_attention_plan(Bytes step_bytes, Seconds hidden_s) {
   return plan;
 }
 
-/// Two DGX A100 nodes under 4:1 leaves (eight NICs, two uplinks each way) and the times of one
-/// ring step of `plan`: every CP group's at once, and one group's alone.
-struct FourToOne {
-  Cluster cluster = test::cluster_from_yaml(test::two_leaf_fat_tree(4), "fat-tree-4to1.yaml");
-  Router router{cluster};
-  FabricEngine engine{cluster};
-
-  /// The step of the CP groups {t, 8 + t} for t in `positions`, all at once: each NIC carries one
-  /// flow a direction, so the busiest uplink sets it (test::bottleneck_s).
+/// The times of one ring step of `plan` on two DGX A100 nodes under 4:1 leaves: every CP group's
+/// at once, and one group's alone.
+struct FourToOne : test::FourToOneLeaves {
+  /// The step of the CP groups {t, 8 + t} for t in `positions`, all at once.
   Seconds step_s(const IterationPlan& plan, const std::vector<int>& positions) const {
-    std::vector<Flow> flows;
-    for (int t : positions)
-      for (Flow& f : lower_all_to_all_v(router, {t, 8 + t}, plan.traffic[0].bytes, *find_protocol("Simple"), false).flows)
-        flows.push_back(std::move(f));
-    return test::bottleneck_s(cluster, flows);
+    std::vector<std::pair<int, int>> pairs;
+    for (int t : positions) pairs.emplace_back(t, 8 + t);
+    return exchange_s(plan.traffic[0].bytes, pairs);
   }
   Seconds together_s(const IterationPlan& plan) const { return step_s(plan, {0, 1, 2, 3, 4, 5, 6, 7}); }
   Seconds alone_s(const IterationPlan& plan) const { return step_s(plan, {0}); }
@@ -133,12 +125,6 @@ TEST_CASE("CP exchanges whose links carry the data-parallel gradient run in plac
 }
 
 TEST_CASE("run's CP exchanges option takes auto, alone or in-place, and only with whole-cluster replay") {
-  const std::string scenario = cp_scenario(test::fat_tree_four_nodes(), "{tp: 8, cp: 2, pp: 2, dp: 1}");
-  const test::CliResult bad = test::run_cli("run " + scenario + " --fold exact --cp-exchanges sometimes");
-  CHECK(bad.exit_code == 2);
-  CHECK(bad.stderr_text.find("--cp-exchanges: expected auto, alone or in-place, got 'sometimes'") != std::string::npos);
-  const test::CliResult assumed = test::run_cli("run " + scenario + " --cp-exchanges alone");
-  CHECK(assumed.exit_code == 2);
-  CHECK(assumed.stderr_text.find("--cp-exchanges: expected --fold exact, none or all as well: under assume CP "
-                                 "exchanges are always timed alone") != std::string::npos);
+  test::check_placement_option_errors(cp_scenario(test::fat_tree_four_nodes(), "{tp: 8, cp: 2, pp: 2, dp: 1}"),
+                                      "--cp-exchanges", "CP exchanges");
 }

@@ -171,7 +171,7 @@ TEST_CASE("TP groups whose NVLink ports carry data-parallel rings run in place, 
   const std::string where = placed["tp_collectives"];
   CHECK(where.rfind("in place: the link ", 0) == 0);
   CHECK(where.find("nvswitch") != std::string::npos);
-  CHECK(where.find("also carries other traffic of the job (pipeline, data-parallel, TP or CP)") != std::string::npos);
+  CHECK(where.find("also carries other traffic of the job (pipeline, data-parallel, TP, CP or EP)") != std::string::npos);
   const nlohmann::json alone = test::cli_json("run " + scenario + " --fold exact --tp-collectives alone");
   CHECK(alone["tp_collectives"].get<std::string>().rfind("timed alone (as asked): the link ", 0) == 0);
   CHECK(placed["iteration_s"].get<double>() >= alone["iteration_s"].get<double>() * (1 - 1e-12));

@@ -39,10 +39,12 @@ const char* to_string(FoldMode mode);
 /// what contention costs.
 enum class TpPlacement { automatic, alone, in_place };
 const char* to_string(TpPlacement placement);
-/// Under whole-cluster replay, where TP collectives and context-parallel exchanges are timed.
+/// Under whole-cluster replay, where TP collectives, context-parallel exchanges and MoE all-to-alls
+/// are timed.
 struct Placements {
   TpPlacement tp = TpPlacement::automatic;
   TpPlacement cp = TpPlacement::automatic;
+  TpPlacement ep = TpPlacement::automatic;
 };
 const char* to_string(SegmentKind kind);
 
@@ -106,6 +108,9 @@ struct IterationPlan {
   /// Empty: one replica of one member per rank (rank_gpu), as hand-built plans in tests have.
   std::vector<std::vector<int>> unit_gpus;
   int replicas = 1;
+  /// Replicas per expert-parallel group: the units of `expert_parallel` consecutive replicas at one
+  /// pipeline rank exchange tokens at every MoE all-to-all (member m with member m). 1: none.
+  int expert_parallel = 1;
   /// Per pipeline rank, every data-parallel group (one per TP rank) and every expert group; empty:
   /// dp_group and expert_dp_group alone.
   std::vector<std::vector<std::vector<int>>> dp_groups, expert_dp_groups;

@@ -302,6 +302,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   }
   // Every GPU by (replica, pipeline rank, member): the data-parallel index, then tp x cp.
   plan.replicas = layout.dp;
+  if (s.model.moe) plan.expert_parallel = s.ep;
   for (int d = 0; d < layout.dp; ++d)
     for (int r = 0; r < p; ++r) {
       std::vector<int>& unit = plan.unit_gpus.emplace_back();
