@@ -131,6 +131,11 @@ TEST_CASE("MoE all-to-alls whose links carry the job's other traffic run in plac
     const nlohmann::json alone = test::cli_json("run " + scenario + " --fold exact --ep-all-to-alls alone");
     CHECK(alone["ep_all_to_alls"].get<std::string>().rfind("timed alone (as asked): the link ", 0) == 0);
     CHECK(placed["iteration_s"].get<double>() >= alone["iteration_s"].get<double>() * (1 - 1e-12));
+    // compare places them as run does.
+    const nlohmann::json compared =
+        test::cli_json("compare " + scenario + " --schedules 1f1b --fold exact --ep-all-to-alls alone");
+    CHECK(compared["config"]["ep_all_to_alls"] == "alone");
+    CHECK(compared["rows"][0]["iteration_s"].get<double>() == alone["iteration_s"].get<double>());
   }
 }
 

@@ -25,7 +25,14 @@ struct CompareOptions {
   std::vector<std::string> schedules, overrides;
   std::string json, csv, svg, kernels, report, catalog, topology_level;
   bool allow_oom = false;
-  std::string fold = "assume", tp_collectives = "auto";
+  std::string fold = "assume", tp_collectives = "auto", cp_exchanges = "auto", ep_all_to_alls = "auto";
+
+  /// Where TP collectives, CP exchanges and MoE all-to-alls run, as in run (errors name the option).
+  Placements placements() const {
+    const FoldMode f = parse_fold(fold);
+    return {parse_placement(tp_collectives, f, "--tp-collectives"), parse_placement(cp_exchanges, f, "--cp-exchanges"),
+            parse_placement(ep_all_to_alls, f, "--ep-all-to-alls")};
+  }
 };
 
 double gib(double bytes) { return bytes / (1ULL << 30); }
@@ -51,7 +58,7 @@ nlohmann::ordered_json simulate(const CompareOptions& o, const std::string& name
     const ScenarioSpec s = load_scenario(o.scenario, overrides);
     const FoldMode fold = parse_fold(o.fold);
     const bool drawn = !o.report.empty() || !o.svg.empty();  // both draw report_timeline's picture
-    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, Placements{parse_placement(o.tp_collectives, fold, "--tp-collectives")}, drawn);
+    const RunReport r = run_training(s, o.allow_oom, kernels, fold, Solver::fluid, o.placements(), drawn);
     double bubble = 0, peak_activations = 0, peak_total = 0;
     int activation_stage = 0, total_stage = 0;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -147,8 +154,10 @@ void add_compare_command(CLI::App& app) {
                   "data-parallel replicas simulated once for several, as in run: assume (the default), exact, "
                   "none, all");
   cmd->add_option("--tp-collectives", o->tp_collectives, "with --fold exact, none or all, as in run: auto, alone, in-place");
+  cmd->add_option("--cp-exchanges", o->cp_exchanges, "with --fold exact, none or all, as in run: auto, alone, in-place");
+  cmd->add_option("--ep-all-to-alls", o->ep_all_to_alls, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->callback([o] {
-    parse_placement(o->tp_collectives, parse_fold(o->fold), "--tp-collectives");  // the options' errors before any row
+    o->placements();  // the options' errors before any row
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
     if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
@@ -197,6 +206,8 @@ void add_compare_command(CLI::App& app) {
       j["config"]["allow_oom"] = o->allow_oom;
       j["config"]["fold"] = o->fold;
       j["config"]["tp_collectives"] = o->tp_collectives;
+      j["config"]["cp_exchanges"] = o->cp_exchanges;
+      j["config"]["ep_all_to_alls"] = o->ep_all_to_alls;
       j["config"]["kernels"] = o->kernels.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o->kernels);
       j["scenario"] = scenario.name;
       j["rows"] = nlohmann::ordered_json::array();
