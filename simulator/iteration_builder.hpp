@@ -39,7 +39,12 @@ struct PassTasks {
 class IterationBuilder {
  public:
   IterationBuilder(FabricEngine& engine, const Router& router, const IterationPlan& plan, TraceSink* trace)
-      : engine_(engine), router_(router), plan_(plan), times_(engine, router, plan), trace_(trace) {}
+      : engine_(engine),
+        router_(router),
+        plan_(plan),
+        times_(engine, router, plan),
+        in_place_flows_(router, times_, plan.channels),
+        trace_(trace) {}
 
   IterationResult run();
   /// The iteration's flow graph, built but not run: several jobs' graphs share one engine run
@@ -243,6 +248,7 @@ class IterationBuilder {
   const Router& router_;
   const IterationPlan& plan_;
   PassTimes times_;
+  InPlaceFlows in_place_flows_;  // lowered once per group, for every pass that runs them in place
   FlowGraph graph_;
   std::vector<std::vector<int>> units_;  // [replica * ranks + rank] -> its GPUs
   int replicas_ = 1;

@@ -29,7 +29,7 @@ void IterationBuilder::add_rank_passes(int replica, int rank) {
     FlowId entry = -1;
     const UnitGroups groups = unit_groups(replica, rank);
     if (!partner && has_part_in_place(*ps, groups)) {
-      chain = add_pass_in_place(graph_, router_, times_, *ps, groups, plan_.channels, gpu(replica, rank, 0), std::move(after));
+      chain = add_pass_in_place(graph_, in_place_flows_, *ps, groups, gpu(replica, rank, 0), std::move(after));
       entry = chain->entry;
       chain_entry_[chain->exit] = {entry, ps->duration_s};
     } else {
@@ -77,7 +77,7 @@ void IterationBuilder::add_ep_exchanges() {
           const FlowId all_there = join(gpu(d, r, 0), reached);
           std::vector<FlowId> flows;
           for (const auto& group : groups) {
-            const auto ids = append_after(graph_, times_.lower_traffic(traffic, group), all_there);
+            const auto ids = append_after(graph_, in_place_flows_.traffic(traffic, group), all_there);
             flows.insert(flows.end(), ids.begin(), ids.end());
           }
           const FlowId done = flows.empty() ? all_there : join(gpu(d, r, 0), std::move(flows));
@@ -127,7 +127,7 @@ void IterationBuilder::add_transfers() {
       if (tp_in_place_ && choice >= 0) {
         std::vector<FlowId> gathered;
         for (const auto& group : tp_groups(replica, consumer.rank)) {
-          const auto ids = add_lowered_collective(graph_, router_, times_.choice(choice), group, plan_.channels, id);
+          const auto ids = append_after(graph_, in_place_flows_.collective(choice, group), id);
           gathered.insert(gathered.end(), ids.begin(), ids.end());
         }
         arrival = join(gpu(replica, consumer.rank, 0), gathered);

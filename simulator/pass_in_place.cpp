@@ -57,14 +57,24 @@ std::vector<FlowId> append_after(FlowGraph& graph, FlowGraph sub, FlowId after) 
   return ids;
 }
 
-std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& router, const CollectiveChoice& choice,
-                                           const std::vector<int>& group, int channels, FlowId after) {
-  const CollectiveRequest req{choice.op, group, choice.bytes, channels, choice.protocol, 0};
-  return append_after(graph, merged_copies(choice.algorithm->lower(router, req)), after);
+const FlowGraph& InPlaceFlows::collective(int choice, const std::vector<int>& group) {
+  auto [it, fresh] = collectives_.try_emplace({choice, group});
+  if (fresh) {
+    const CollectiveChoice& c = times_.choice(choice);
+    const CollectiveRequest req{c.op, group, c.bytes, channels_, c.protocol, 0};
+    it->second = merged_copies(c.algorithm->lower(router_, req));
+  }
+  return it->second;
 }
 
-PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTimes& times, const PassShape& shape,
-                            const UnitGroups& groups, int channels, int gpu, std::vector<FlowId> after) {
+const FlowGraph& InPlaceFlows::traffic(int traffic, const std::vector<int>& gpus) {
+  auto [it, fresh] = traffics_.try_emplace({traffic, gpus});
+  if (fresh) it->second = times_.lower_traffic(traffic, gpus);
+  return it->second;
+}
+
+PassChain add_pass_in_place(FlowGraph& graph, InPlaceFlows& flows, const PassShape& shape, const UnitGroups& groups,
+                            int gpu, std::vector<FlowId> after) {
   // The compute between collectives, as timers; a part that keeps its alone time is one of them.
   // The compute that hides a collective runs beside it (a timer next to its flows), so it comes
   // off the timers, the latest first: in a backward the weight gradient that hides the input
@@ -103,9 +113,8 @@ PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTi
       const bool cp = p.ring_traffic >= 0 || p.group == CommGroup::cp;
       static const std::vector<std::vector<int>> across_units;  // an all-to-all's: joined later
       for (const auto& group : p.ep_traffic >= 0 ? across_units : cp ? groups.cp : groups.tp) {
-        const auto ids = p.ring_traffic >= 0
-                             ? append_after(graph, times.lower_traffic(p.ring_traffic, group), head)
-                             : add_lowered_collective(graph, router, times.choice(p.collective), group, channels, head);
+        const auto ids = append_after(
+            graph, p.ring_traffic >= 0 ? flows.traffic(p.ring_traffic, group) : flows.collective(p.collective, group), head);
         join.after.insert(join.after.end(), ids.begin(), ids.end());
       }
       head = graph.add(std::move(join));

@@ -8,6 +8,8 @@
 // of the attention compute. The chain takes the pass's compute plus, per collective (per step),
 // max(0, its time in place - hidden): what the one timed step takes with the alone time, so a
 // collective that meets nothing gives the same result.
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "simulator/pass_times.hpp"
@@ -29,10 +31,24 @@ struct PassChain {
 /// after `after`; returns their ids.
 std::vector<FlowId> append_after(FlowGraph& graph, FlowGraph sub, FlowId after);
 
-/// Lowers one TP collective over `group` into `graph`, its first flows after `after`; returns its
-/// flows.
-std::vector<FlowId> add_lowered_collective(FlowGraph& graph, const Router& router, const CollectiveChoice& choice,
-                                           const std::vector<int>& group, int channels, FlowId after);
+/// The flows of the collectives and traffics that run in place, lowered once per group: a
+/// whole-cluster iteration runs the same few over the same groups in every pass, and routing them
+/// again each time was a third of what building a 16K-GPU graph cost.
+class InPlaceFlows {
+ public:
+  InPlaceFlows(const Router& router, const PassTimes& times, int channels) : router_(router), times_(times), channels_(channels) {}
+  /// TP (or CP) collective `choice` (PassTimes::choice) over `group`, with the identical flows that
+  /// nothing waits on (a ring's channels that take one path) as one flow with copies.
+  const FlowGraph& collective(int choice, const std::vector<int>& group);
+  /// Traffic `traffic` (an all-to-all or a ring step) over `gpus` (PassTimes::lower_traffic).
+  const FlowGraph& traffic(int traffic, const std::vector<int>& gpus);
+
+ private:
+  const Router& router_;
+  const PassTimes& times_;
+  int channels_;
+  std::map<std::pair<int, std::vector<int>>, FlowGraph> collectives_, traffics_;
+};
 
 /// A unit's TP and CP groups (every one of each), and which kinds run in place. An MoE all-to-all
 /// in place spans several replicas' units: the chain leaves a wait for it (its collective's head
@@ -45,8 +61,8 @@ struct UnitGroups {
 
 /// Adds `shape` as a chain on GPU `gpu`, its collectives that run in place over `groups`; the
 /// entry waits for `after`.
-PassChain add_pass_in_place(FlowGraph& graph, const Router& router, const PassTimes& times, const PassShape& shape,
-                            const UnitGroups& groups, int channels, int gpu, std::vector<FlowId> after);
+PassChain add_pass_in_place(FlowGraph& graph, InPlaceFlows& flows, const PassShape& shape, const UnitGroups& groups,
+                            int gpu, std::vector<FlowId> after);
 
 /// The shape's parts with each in-place collective's exposed time as it ran.
 std::vector<Part> realized_parts(const PassShape& shape, const PassChain& chain, const std::vector<Seconds>& finish);
