@@ -15,20 +15,30 @@ void IterationBuilder::add_rank_passes(int replica, int rank) {
     const PassOp& op = ops[i];
     const int stage = plan_.schedule->chunk_stage(shape, rank, op.chunk);
     const double speed = unit_speed(replica, rank);
-    const PassShape* ps = &times_.slowed(times_.pass(rank, stage, op.kind), speed);
+    const PassShape* own = &times_.slowed(times_.pass(rank, stage, op.kind), speed);
+    const PassShape* ps = own;
+    const PassShape* partner_shape = nullptr;
     std::optional<PassOp> partner;
     int partner_stage = -1;
     if (op.overlap_next && i + 1 < ops.size()) {
       partner = ops[++i];
       partner_stage = plan_.schedule->chunk_stage(shape, rank, partner->chunk);
-      ps = &times_.overlapped(*ps, times_.slowed(times_.pass(rank, partner_stage, partner->kind), speed));
+      partner_shape = &times_.slowed(times_.pass(rank, partner_stage, partner->kind), speed);
+      ps = &times_.overlapped(*own, *partner_shape);
     }
     std::vector<FlowId> after;
     if (previous >= 0) after.push_back(previous);
     std::optional<PassChain> chain;
     FlowId entry = -1;
     const UnitGroups groups = unit_groups(replica, rank);
-    if (!partner && has_part_in_place(*ps, groups)) {
+    // An F&B unit runs its all-to-alls in place; its other waits keep their alone times.
+    UnitGroups all_to_alls;
+    all_to_alls.ep_in_place = groups.ep_in_place;
+    if (partner && (has_part_in_place(*own, all_to_alls) || has_part_in_place(*partner_shape, all_to_alls))) {
+      chain = add_fb_unit_in_place(graph_, *own, *partner_shape, groups, gpu(replica, rank, 0), std::move(after));
+      entry = chain->entry;
+      chain_entry_[chain->exit] = {entry, ps->duration_s};
+    } else if (!partner && has_part_in_place(*ps, groups)) {
       chain = add_pass_in_place(graph_, in_place_flows_, *ps, groups, gpu(replica, rank, 0), std::move(after));
       entry = chain->entry;
       chain_entry_[chain->exit] = {entry, ps->duration_s};
@@ -70,7 +80,7 @@ void IterationBuilder::add_ep_exchanges() {
         if (!first[k]->chain) continue;  // every replica's pass k is alike: in place in all or none
         const PassChain& chain = *first[k]->chain;
         for (std::size_t c = 0; c < chain.collectives.size(); ++c) {
-          const int traffic = first[k]->shape->parts[chain.collectives[c].part].ep_traffic;
+          const int traffic = chain.collectives[c].ep_traffic;
           if (traffic < 0) continue;
           std::vector<FlowId> reached;
           for (int e = d; e < d + ep; ++e) reached.push_back(of_unit.at(unit(e, r))[k]->chain->collectives[c].head);

@@ -71,7 +71,7 @@ void IterationBuilder::write_trace(const std::vector<Seconds>& finish) {
     const Seconds end = finish[s.id], start = s.chain ? start_of(finish, s.entry) : end - s.shape->duration_s;
     const std::vector<Part> parts = s.chain ? realized_parts(*s.shape, *s.chain, finish) : s.shape->parts;
     std::map<std::size_t, std::pair<Seconds, Seconds>> ran;  // an in-place collective's part -> its flows' span
-    if (s.chain)
+    if (s.chain && !s.chain->fb_unit)  // an F&B unit's waits are drawn where they were planned
       for (const PassChain::Collective& c : s.chain->collectives) {
         const std::vector<FlowId>& joined = graph_.flows[c.join].after;
         Seconds last = finish[c.head];

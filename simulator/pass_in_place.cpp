@@ -119,7 +119,7 @@ PassChain add_pass_in_place(FlowGraph& graph, InPlaceFlows& flows, const PassSha
       }
       head = graph.add(std::move(join));
     }
-    chain.collectives.push_back({i, first, head});
+    chain.collectives.push_back({i, first, head, p.ep_traffic});
     Flow rest = timer_flow(gpu, compute[next++]);
     rest.after = {head};
     head = graph.add(std::move(rest));
@@ -130,6 +130,15 @@ PassChain add_pass_in_place(FlowGraph& graph, InPlaceFlows& flows, const PassSha
 
 std::vector<Part> realized_parts(const PassShape& shape, const PassChain& chain, const std::vector<Seconds>& finish) {
   std::vector<Part> parts = shape.parts;
+  if (chain.fb_unit) {  // what the unit took beyond its compute parts is its exposed communication
+    const char* label = "F&B exposed communication";
+    auto exposed = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.label == label; });
+    if (exposed == parts.end()) exposed = parts.insert(parts.end(), {most_waited(shape.beside), label, 0});
+    Seconds rest = 0;
+    for (const Part& p : parts) rest += &p == &*exposed ? 0 : p.duration_s;
+    exposed->duration_s = std::max(0.0, finish[chain.exit] - finish[chain.entry] - rest);
+    return parts;
+  }
   for (const PassChain::Collective& c : chain.collectives) {
     Part& p = parts[c.part];
     p.duration_s = std::max(0.0, finish[c.join] - finish[c.head] - p.steps * p.hidden_s);

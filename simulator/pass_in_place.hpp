@@ -1,13 +1,14 @@
 #pragma once
-// A pass whose TP collectives or context-parallel exchanges run in place among the job's other
-// traffic, rather than timed alone: where a TP or CP group's links also carry pipeline or
-// data-parallel flows (traffic_isolation.hpp). The pass becomes a chain on its unit's GPUs: its
-// compute as timers, and each such collective as the flows of every TP (or CP) group of the unit,
-// lowered with the (algorithm, protocol) that was fastest alone, beside a timer of the compute
-// that hides it; a ring-attention exchange is its steps one after another, each beside its share
-// of the attention compute. The chain takes the pass's compute plus, per collective (per step),
-// max(0, its time in place - hidden): what the one timed step takes with the alone time, so a
-// collective that meets nothing gives the same result.
+// A pass whose TP collectives, context-parallel exchanges or MoE all-to-alls run in place among the
+// job's other traffic, rather than timed alone: where a group's links also carry pipeline,
+// data-parallel or another kind's flows (traffic_isolation.hpp). The pass becomes a chain on its
+// unit's GPUs: its compute as timers, and each such collective as the flows of every TP (or CP)
+// group of the unit, lowered with the (algorithm, protocol) that was fastest alone, beside a timer
+// of the compute that hides it; a ring-attention exchange is its steps one after another, each
+// beside its share of the attention compute; an all-to-all, a wait that the builder joins to its
+// expert-parallel group's flows across units. The chain takes the pass's compute plus, per
+// collective (per step), max(0, its time in place - hidden): what the one timed step takes with
+// the alone time, so a collective that meets nothing gives the same result.
 #include <map>
 #include <tuple>
 #include <vector>
@@ -20,11 +21,15 @@ struct PassChain {
   FlowId entry = -1;  // waits for what the pass waits for
   FlowId exit = -1;   // ends the pass
   struct Collective {
-    std::size_t part;  // index in the shape's parts
+    std::size_t part;  // index in the shape's parts (an F&B unit's: in its `beside`)
     FlowId head;       // the step it starts after
     FlowId join;       // its (last step's) flows and hiding compute both done
+    int ep_traffic;    // an MoE all-to-all, whose flows the builder joins across units; else -1
   };
   std::vector<Collective> collectives;
+  /// An F&B unit (add_fb_unit_in_place): its entry is a zero-time step, and what exceeds its
+  /// compute parts is its exposed communication.
+  bool fb_unit = false;
 };
 
 /// Adds `sub`'s flows to `graph`, their dependencies shifted with them and those without any
@@ -63,6 +68,14 @@ struct UnitGroups {
 /// entry waits for `after`.
 PassChain add_pass_in_place(FlowGraph& graph, InPlaceFlows& flows, const PassShape& shape, const UnitGroups& groups,
                             int gpu, std::vector<FlowId> after);
+
+/// An F&B unit of `first` and `second` (DualPipe; PassTimes::overlapped) whose MoE all-to-alls run
+/// in place: `second`'s waits one after another beside `first`'s compute (with the SMs its waits
+/// take), then `first`'s beside `second`'s. A wait that runs in place leaves a wait for the builder
+/// to join to its group's flows; the others keep their alone times. With every wait at its alone
+/// time the unit takes what `unit` (their overlapped shape) planned.
+PassChain add_fb_unit_in_place(FlowGraph& graph, const PassShape& first, const PassShape& second, const UnitGroups& groups,
+                               int gpu, std::vector<FlowId> after);
 
 /// The shape's parts with each in-place collective's exposed time as it ran.
 std::vector<Part> realized_parts(const PassShape& shape, const PassChain& chain, const std::vector<Seconds>& finish);

@@ -247,21 +247,26 @@ const PassShape& PassTimes::slowed(const PassShape& shape, double speed) {
 /// comm), the overlap DualPipe is built for; but each communication kernel holds its SMs while it
 /// runs (DeepEP 20), so the compute beside it is charged w x share for each wait w
 /// (interference_s): max(F compute + B's charge, B comm) + max(B compute + F's charge, F comm).
+WaitSplit split_waits(const PassShape& shape) {
+  WaitSplit out;
+  for (const Part& part : shape.parts) {
+    (is_wait(part.kind) ? out.comm : out.compute) += part.duration_s;
+    if (is_wait(part.kind)) out.charge += part.duration_s * part.sm_share;
+  }
+  return out;
+}
+
+SegmentKind most_waited(const std::vector<std::pair<Seconds, Part>>& beside) {
+  std::map<SegmentKind, Seconds> waits;
+  for (const auto& [at, part] : beside) waits[part.kind] += part.duration_s;
+  const auto most = std::max_element(waits.begin(), waits.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  return most == waits.end() ? SegmentKind::ep_comm : most->first;
+}
+
 const PassShape& PassTimes::overlapped(const PassShape& f, const PassShape& b) {
   auto key = std::make_pair(&f, &b);
   if (auto it = overlapped_.find(key); it != overlapped_.end()) return it->second;
-  struct Split {
-    Seconds compute = 0, comm = 0, charge = 0;  // charge: what its waits take from compute beside them
-  };
-  auto split = [](const PassShape& s) {
-    Split out;
-    for (const Part& part : s.parts) {
-      (is_wait(part.kind) ? out.comm : out.compute) += part.duration_s;
-      if (is_wait(part.kind)) out.charge += part.duration_s * part.sm_share;
-    }
-    return out;
-  };
-  const Split fs = split(f), bs = split(b);
+  const WaitSplit fs = split_waits(f), bs = split_waits(b);
   const Seconds fc = fs.compute, bc = bs.compute;
   PassShape unit;
   for (const PassShape* s : {&f, &b})
@@ -278,15 +283,8 @@ const PassShape& PassTimes::overlapped(const PassShape& f, const PassShape& b) {
   const Seconds exposed = std::max(0.0, bs.comm - fc) + std::max(0.0, fs.comm - bc);
   if (const Seconds slowed = unit.duration_s - fc - bc - exposed; slowed > 0)
     unit.parts.push_back({SegmentKind::compute, "F&B interference", slowed});
-  if (exposed > 0) {
-    // What stays exposed is charged to the kind of wait the pair has most of.
-    std::map<SegmentKind, Seconds> waits;
-    for (const PassShape* s : {&f, &b})
-      for (const Part& part : s->parts)
-        if (is_wait(part.kind)) waits[part.kind] += part.duration_s;
-    const auto most = std::max_element(waits.begin(), waits.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    unit.parts.push_back({most->first, "F&B exposed communication", exposed});
-  }
+  // What stays exposed is charged to the kind of wait the pair has most of.
+  if (exposed > 0) unit.parts.push_back({most_waited(unit.beside), "F&B exposed communication", exposed});
   return overlapped_.emplace(key, std::move(unit)).first->second;
 }
 

@@ -75,6 +75,17 @@ struct PassShape {
 /// Steps that wait on other GPUs rather than compute: what an F&B unit can hide.
 bool is_wait(SegmentKind k);
 
+/// A pass's compute and waits apart, as an F&B unit overlaps them: its compute, its waits, and what
+/// its waits' kernels take from compute beside them (each wait x its SM share).
+struct WaitSplit {
+  Seconds compute = 0, comm = 0, charge = 0;
+};
+WaitSplit split_waits(const PassShape& shape);
+
+/// The kind of wait an F&B unit holds most of (by planned time), which its exposed communication is
+/// charged to.
+SegmentKind most_waited(const std::vector<std::pair<Seconds, Part>>& beside);
+
 class PassTimes {
  public:
   PassTimes(FabricEngine& engine, const Router& router, const IterationPlan& plan)

@@ -13,14 +13,17 @@ namespace {
 
 constexpr Seconds kForward_s = 10e-3, kBackward_s = 2e-3;
 
-/// A pipeline rank's passes as `ranks` stages of one microbatch: each forward is 10 ms of compute
-/// and then an MoE dispatch of `bytes` each way between the two replicas' GPUs (expert parallel 2),
-/// each backward 2 ms of compute. Activations are free to send, and nothing is reduced: the
-/// dispatches are the only traffic.
-IterationPlan dispatch_plan(Bytes bytes, int ranks, std::vector<std::vector<int>> units) {
+/// `ranks` pipeline ranks of two replicas (expert parallel 2) under `schedule`, one microbatch
+/// unless asked: each forward is 10 ms of compute and then an MoE dispatch of `bytes` each way
+/// between the two replicas' GPUs, each backward 2 ms of compute (and a combine of as many bytes
+/// where `combine`). Activations are free to send, and nothing is reduced: the all-to-alls are the
+/// only traffic.
+IterationPlan dispatch_plan(Bytes bytes, int ranks, std::vector<std::vector<int>> units, const std::string& schedule = "1f1b",
+                            int microbatches = 1, bool combine = false, Seconds forward_s = kForward_s,
+                            Seconds backward_s = kBackward_s) {
   IterationPlan plan;
-  plan.schedule = find_schedule("1f1b");
-  plan.shape = ScheduleShape{ranks, 1, 1, 0};
+  plan.schedule = find_schedule(schedule);
+  plan.shape = ScheduleShape{ranks, microbatches, plan.schedule->chunks_required() > 0 ? plan.schedule->chunks_required() : 1, 0};
   GroupTraffic dispatch;
   dispatch.label = "moe dispatch";
   dispatch.gpus = {units[0][0], units[static_cast<std::size_t>(ranks)][0]};
@@ -29,10 +32,11 @@ IterationPlan dispatch_plan(Bytes bytes, int ranks, std::vector<std::vector<int>
   Segment step{SegmentKind::ep_comm, "moe dispatch", 0};
   step.traffic = 0;
   StagePlan sp;
-  sp.forward = {{SegmentKind::compute, "fwd", kForward_s}, step};
-  sp.backward_input = {{SegmentKind::compute, "bwd", kBackward_s}};
+  sp.forward = {{SegmentKind::compute, "fwd", forward_s}, step};
+  sp.backward_input = {{SegmentKind::compute, "bwd", backward_s}};
+  if (combine) sp.backward_input.push_back(step);
+  for (int s = 0; s < plan.schedule->model_stages(plan.shape); ++s) plan.stages.push_back(sp);
   for (int r = 0; r < ranks; ++r) {
-    plan.stages.push_back(sp);
     const std::vector<int>& unit = units[static_cast<std::size_t>(r)];
     plan.rank_gpu.push_back(unit[0]);
     plan.tp_group.push_back(unit);
@@ -102,6 +106,41 @@ TEST_CASE("an all-to-all in place waits for the slowest member of its expert-par
         Approx(3 * kForward_s + 2 * a0 + 3 * kBackward_s).epsilon(1e-6));
 }
 
+TEST_CASE("DualPipe's overlapped F&B units run their all-to-alls in place, as planned where nothing meets them") {
+  test::FourToOneLeaves f;
+  // One node: replica d's rank r on GPU 2r + d, so rank r's all-to-alls are between GPUs 2r and
+  // 2r + 1, whose NVLink ports nothing else uses (activations are free). Each forward ends with a
+  // dispatch and each backward with a combine; DualPipe overlaps a forward with a backward.
+  IterationPlan plan = dispatch_plan(Bytes{64} << 20, 2, {{0}, {2}, {1}, {3}}, "dualpipe", 8, true);
+  plan.placement.ep = TpPlacement::alone;
+  const Seconds alone = simulate_iteration(f.engine, f.router, plan).iteration_s;
+  // In place, each F&B unit is a chain of its compute beside the other pass's all-to-alls: with
+  // nothing else on their links, it takes what the overlap formula planned with the alone times.
+  plan.placement.ep = TpPlacement::in_place;
+  const IterationResult placed = simulate_iteration(f.engine, f.router, plan);
+  CHECK(placed.ep_all_to_alls.rfind("in place (as asked): ", 0) == 0);
+  CHECK(placed.iteration_s == Approx(alone).epsilon(1e-9));
+}
+
+TEST_CASE("under DualPipe every all-to-all of a rank, in its F&B units too, takes its groups' time in place") {
+  test::FourToOneLeaves f;
+  // Two nodes under 4:1 leaves, a replica each, two ranks of four GPUs a replica: rank 0's four EP
+  // groups {t, 8 + t}, rank 1's {4 + t, 12 + t}, all crossing the leaves' two uplinks. No compute:
+  // a rank's 16 all-to-alls (8 dispatches, 8 combines) run one after another, each at least as long
+  // as its four groups together, four times one group's here. Had the F&B units kept their alone
+  // times, the ones they hold would take one group's.
+  IterationPlan plan = dispatch_plan(Bytes{64} << 20, 2, {{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}},
+                                     "dualpipe", 8, true, 0, 0);
+  const Seconds one = f.exchange_s(plan.traffic[0].bytes, {{0, 8}}),
+                four = f.exchange_s(plan.traffic[0].bytes, {{0, 8}, {1, 9}, {2, 10}, {3, 11}});
+  REQUIRE(four >= 2 * one);  // at least two groups on an uplink
+  const IterationResult placed = simulate_iteration(f.engine, f.router, plan);
+  CHECK(placed.ep_all_to_alls.rfind("in place: ", 0) == 0);
+  CHECK(placed.iteration_s >= 16 * four * (1 - 1e-9));
+  plan.placement.ep = TpPlacement::alone;
+  CHECK(simulate_iteration(f.engine, f.router, plan).iteration_s < 16 * four);
+}
+
 namespace {
 
 /// Mixtral 8x7B's layers on four DGX A100 nodes, expert parallel over `ep` replicas.
@@ -149,3 +188,6 @@ TEST_CASE("run's EP all-to-alls option takes auto, alone or in-place, only with 
   CHECK(all.stderr_text.find("--fold: all replicas fold into one expert-parallel group's (whose MoE all-to-alls run "
                              "in place) only where that is exact, and here expert-parallel group ") != std::string::npos);
 }
+
+
+
