@@ -27,7 +27,7 @@ bench: build
 	./$(BUILD)/simulator/clustersim bench --scenarios scenarios/gpt3-175b-a100-1024.yaml,scenarios/validation/narayanan-1t.yaml,scenarios/llama3-70b-h100-16k.yaml,scenarios/deepseek-v3-h800-2048.yaml,scenarios/llama3-405b-h100-16k-cp16.yaml
 	./$(BUILD)/simulator/clustersim bench --search scenarios/gpt3-175b-a100-1024.yaml,scenarios/validation/narayanan-1.7b.yaml,scenarios/llama3-70b-h100-1024.yaml
 	./$(BUILD)/simulator/clustersim bench --sweep scenarios/validation/narayanan-1.7b.yaml
-	./$(BUILD)/simulator/clustersim bench --fold exact --scenarios scenarios/gpt3-175b-a100-1024.yaml,scenarios/validation/narayanan-1t.yaml,scenarios/llama3-405b-h100-16k-cp16.yaml,scenarios/llama3-405b-h100-16k-stragglers.yaml
+	./$(BUILD)/simulator/clustersim bench --fold exact --scenarios scenarios/gpt3-175b-a100-1024.yaml,scenarios/validation/narayanan-1t.yaml,scenarios/llama3-405b-h100-16k-cp16.yaml,scenarios/llama3-405b-h100-16k-stragglers.yaml,scenarios/deepseek-v3-h800-2048.yaml
 
 # The whole suite under gcc's ASan + UBSan. -O1 -g1: the sanitizers' usual level, several times
 # faster to run than -O0 and cheaper to link than full debug information; assertions stay on.

@@ -130,13 +130,22 @@ PassChain add_pass_in_place(FlowGraph& graph, InPlaceFlows& flows, const PassSha
 
 std::vector<Part> realized_parts(const PassShape& shape, const PassChain& chain, const std::vector<Seconds>& finish) {
   std::vector<Part> parts = shape.parts;
-  if (chain.fb_unit) {  // what the unit took beyond its compute parts is its exposed communication
-    const char* label = "F&B exposed communication";
-    auto exposed = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.label == label; });
-    if (exposed == parts.end()) exposed = parts.insert(parts.end(), {most_waited(shape.beside), label, 0});
-    Seconds rest = 0;
-    for (const Part& p : parts) rest += &p == &*exposed ? 0 : p.duration_s;
-    exposed->duration_s = std::max(0.0, finish[chain.exit] - finish[chain.entry] - rest);
+  if (chain.fb_unit) {
+    // What the unit took beyond its compute is first the SMs its waits held (as planned, or what is
+    // left of it where the waits ran faster than alone), then its exposed communication. The unit
+    // never takes less than its compute: that runs beside the waits in full.
+    auto labelled = [&](const char* label, SegmentKind kind) {  // its index, added if missing
+      auto it = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.label == label; });
+      if (it == parts.end()) it = parts.insert(parts.end(), Part{kind, label, 0});
+      return static_cast<std::size_t>(it - parts.begin());
+    };
+    const std::size_t slowed = labelled("F&B interference", SegmentKind::compute);
+    const std::size_t exposed = labelled("F&B exposed communication", most_waited(shape.beside));
+    Seconds compute = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) compute += i == slowed || i == exposed ? 0 : parts[i].duration_s;
+    const Seconds beyond = std::max(0.0, finish[chain.exit] - finish[chain.entry] - compute);
+    parts[slowed].duration_s = std::min(parts[slowed].duration_s, beyond);
+    parts[exposed].duration_s = beyond - parts[slowed].duration_s;
     return parts;
   }
   for (const PassChain::Collective& c : chain.collectives) {
