@@ -82,8 +82,11 @@ void IterationBuilder::add_ep_exchanges() {
         for (std::size_t c = 0; c < chain.collectives.size(); ++c) {
           const int traffic = chain.collectives[c].ep_traffic;
           if (traffic < 0) continue;
+          auto of_replica = [&](int e) -> const PassChain::Collective& {
+            return of_unit.at(unit(e, r))[k]->chain->collectives[c];
+          };
           std::vector<FlowId> reached;
-          for (int e = d; e < d + ep; ++e) reached.push_back(of_unit.at(unit(e, r))[k]->chain->collectives[c].head);
+          for (int e = d; e < d + ep; ++e) reached.push_back(of_replica(e).head);
           const FlowId all_there = join(gpu(d, r, 0), reached);
           std::vector<FlowId> flows;
           for (const auto& group : groups) {
@@ -91,7 +94,7 @@ void IterationBuilder::add_ep_exchanges() {
             flows.insert(flows.end(), ids.begin(), ids.end());
           }
           const FlowId done = flows.empty() ? all_there : join(gpu(d, r, 0), std::move(flows));
-          for (int e = d; e < d + ep; ++e) graph_.flows[of_unit.at(unit(e, r))[k]->chain->collectives[c].join].after.push_back(done);
+          for (int e = d; e < d + ep; ++e) graph_.flows[of_replica(e).join].after.push_back(done);
         }
       }
     }

@@ -241,12 +241,6 @@ const PassShape& PassTimes::slowed(const PassShape& shape, double speed) {
   return slowed_.emplace(key, std::move(out)).first->second;
 }
 
-/// An overlapped F&B unit (DualPipe): one microbatch's forward and another's backward on the
-/// same GPU. Their compute shares the SMs, so it adds up; each pass's blocking communication
-/// hides under the other's compute, so what shows is max(F compute, B comm) + max(B compute, F
-/// comm), the overlap DualPipe is built for; but each communication kernel holds its SMs while it
-/// runs (DeepEP 20), so the compute beside it is charged w x share for each wait w
-/// (interference_s): max(F compute + B's charge, B comm) + max(B compute + F's charge, F comm).
 WaitSplit split_waits(const PassShape& shape) {
   WaitSplit out;
   for (const Part& part : shape.parts) {
@@ -263,6 +257,12 @@ SegmentKind most_waited(const std::vector<std::pair<Seconds, Part>>& beside) {
   return most == waits.end() ? SegmentKind::ep_comm : most->first;
 }
 
+/// An overlapped F&B unit (DualPipe): one microbatch's forward and another's backward on the
+/// same GPU. Their compute shares the SMs, so it adds up; each pass's blocking communication
+/// hides under the other's compute, so what shows is max(F compute, B comm) + max(B compute, F
+/// comm), the overlap DualPipe is built for; but each communication kernel holds its SMs while it
+/// runs (DeepEP 20), so the compute beside it is charged w x share for each wait w
+/// (interference_s): max(F compute + B's charge, B comm) + max(B compute + F's charge, F comm).
 const PassShape& PassTimes::overlapped(const PassShape& f, const PassShape& b) {
   auto key = std::make_pair(&f, &b);
   if (auto it = overlapped_.find(key); it != overlapped_.end()) return it->second;
