@@ -137,8 +137,9 @@ class IterationBuilder {
   std::vector<int> traffics_of(SegmentKind kind) const;
 
   /// Every collective over `kind` (TP or CP) that `rank` runs, lowered over `group` as it ran
-  /// alone, and for CP one step of each ring-attention exchange.
-  std::vector<OwnFlow> group_flows(int rank, CommGroup kind, const std::vector<int>& group) const;
+  /// alone, and for CP one step of each ring-attention exchange (lowered once: the passes that
+  /// run them in place reuse it).
+  std::vector<OwnFlow> group_flows(int rank, CommGroup kind, const std::vector<int>& group);
 
   /// TP collectives, CP exchanges and MoE all-to-alls each keep their alone times where no link of
   /// any of their groups carries other traffic of the job (traffic_isolation.hpp), the other kinds

@@ -110,7 +110,7 @@ std::vector<int> IterationBuilder::traffics_of(SegmentKind kind) const {
   return out;
 }
 
-std::vector<OwnFlow> IterationBuilder::group_flows(int rank, CommGroup kind, const std::vector<int>& group) const {
+std::vector<OwnFlow> IterationBuilder::group_flows(int rank, CommGroup kind, const std::vector<int>& group) {
   std::vector<OwnFlow> out;
   for (int c : times_.choices_of(rank, kind)) {
     const CollectiveChoice& choice = times_.choice(c);
@@ -120,7 +120,7 @@ std::vector<OwnFlow> IterationBuilder::group_flows(int rank, CommGroup kind, con
   }
   if (kind == CommGroup::cp)
     for (int traffic : traffics_of(SegmentKind::cp_comm))
-      for (Flow& f : times_.lower_traffic(traffic, group).flows) out.push_back({std::move(f.links), f.latency_s, f.size_bytes});
+      for (const Flow& f : in_place_flows_.traffic(traffic, group).flows) out.push_back({f.links, f.latency_s, f.size_bytes});
   return out;
 }
 
@@ -168,7 +168,7 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
       for (const auto& group : ep_groups(b, r)) {
         std::vector<OwnFlow>& flows = ep.groups.emplace_back();
         for (int t : all_to_alls)
-          for (Flow& f : times_.lower_traffic(t, group).flows) flows.push_back({std::move(f.links), f.latency_s, f.size_bytes});
+          for (const Flow& f : in_place_flows_.traffic(t, group).flows) flows.push_back({f.links, f.latency_s, f.size_bytes});
         for (int gpu : group) ep.leaves_node |= cluster.node_of_gpu(gpu) != cluster.node_of_gpu(group.front());
         ep.timed_as.push_back(0);
         ep.replica_of.push_back(b * ep_replicas());
