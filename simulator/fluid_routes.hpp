@@ -2,7 +2,7 @@
 // The fluid solver's routes, interned: flows whose lists of links are equal share one entry. A
 // whole-cluster graph lists the same routes many times (every microbatch's transfer between one
 // GPU pair, every bucket's ring over the same hops), and copying, sorting and counting each flow's
-// links once at the link merge and again at every start was a third of the solver's time. Private
+// links once per flow and again at every start was a third of the solver's time. Private
 // to fluid_solver.cpp.
 #include <algorithm>
 #include <cstdint>
@@ -78,25 +78,6 @@ class FluidRoutes {
   /// The route's links, each once with its count, in link order.
   std::span<const Listed> distinct(int route) const { return span_of(distinct_, distinct_begin_, route); }
 
-  /// What a flow of each route loads once links carrying the same flows are merged: each link
-  /// replaced by its class's representative `rep[link]` (the narrowest), each class once, in
-  /// representative order. Computed once per route, after the merge.
-  template <typename Rep>
-  void set_merged(const Rep& rep) {
-    merged_.clear();
-    merged_begin_.assign(1, 0);
-    for (std::size_t r = 0; r < size(); ++r) {
-      const std::size_t from = merged_.size();
-      for (const auto& [l, count] : distinct(static_cast<int>(r))) merged_.emplace_back(rep(l), count);
-      std::sort(merged_.begin() + static_cast<std::ptrdiff_t>(from), merged_.end());
-      merged_.erase(std::unique(merged_.begin() + static_cast<std::ptrdiff_t>(from), merged_.end(),
-                                [](const Listed& x, const Listed& y) { return x.first == y.first; }),
-                    merged_.end());
-      merged_begin_.push_back(merged_.size());
-    }
-  }
-  std::span<const Listed> merged(int route) const { return span_of(merged_, merged_begin_, route); }
-
   static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -112,8 +93,8 @@ class FluidRoutes {
   std::vector<int> route_of_;         // [flow]
   std::vector<FlowId> first_flow_;    // [route]: the flow it was first seen on
   std::vector<int> flows_;            // [route]: flows taking it
-  std::vector<Listed> distinct_, merged_;
-  std::vector<std::size_t> distinct_begin_{0}, merged_begin_{0};  // [route]: where its links start; one past the last
+  std::vector<Listed> distinct_;
+  std::vector<std::size_t> distinct_begin_{0};  // [route]: where its links start; one past the last
 };
 
 }  // namespace clustersim

@@ -2,78 +2,48 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
 
 #include "simulator/event_queue.hpp"
+#include "simulator/fluid_bundles.hpp"
 #include "simulator/fluid_routes.hpp"
 #include "topologies/invariant.hpp"
 
 namespace clustersim {
 
-namespace {
-
-/// A flow that is moving bytes: its links (each once, with how many times the route lists it),
-/// and where it sits in each link's list.
-struct Moving {
-  FlowId flow = -1;
-  double weight = 1;  // 1 / sharing penalty
-  double rate_Bps = 0;
-  double remaining_bytes = 0;  // at `since`
-  Seconds since = 0;
-  std::span<const FluidRoutes::Listed> links;  // its route's, merged (FluidRoutes::merged)
-  std::vector<std::size_t> slot;  // slot[k]: its place in on_link[links[k].first]
-  LinkDir bottleneck = -1;  // the full link its rate is set by
-  // Scratch of one solve.
-  double new_rate_Bps = 0;
-  LinkDir new_bottleneck = -1;
-  bool fixed = false;
-  std::uint64_t region = 0;
-};
-
-struct OnLink {
-  int moving;    // index into movers
-  int position;  // which of that mover's links this is
-};
-
-}  // namespace
+using fluid::Bundle;
+using fluid::Entry;
+using fluid::Moving;
+using fluid::OnBundle;
+using fluid::SignatureTable;
 
 /// Per-link state, kept between runs: a run touches only the links its flows cross, so sizing and
 /// zeroing arrays over the whole cluster at every run (hundreds of small runs time a plan's
 /// collectives alone on a 16K-GPU cluster) would cost more than solving them. A run leaves every
-/// list empty and every load and count at 0; one that ended early (an exception) is reset whole.
+/// link outside any bundle; one that ended early (an exception) is reset whole.
 struct FluidSolver::Tables {
-  /// What the solver reads and writes of one link direction, together: a solve visits a few
-  /// fields of every link its flows cross, and one cache line per link beats one per field.
   struct Link {
-    std::uint64_t seen = 0;  // the mark of the last pass that visited it
-    double cap = 0;          // bytes/s
-    double left = 0;         // of a solve: what the unfixed flows may still take
-    double usage = 0;        // of a solve: the unfixed flows' weights, times their listings
-    double load = 0;         // bytes/s the link carries now
-    double region_load = 0;  // of which the region's flows
-    int unfixed = 0;
-    int bottleneck_of = 0;       // flows whose bottleneck the link is
-    int region_bottlenecks = 0;  // of which in the region (their old bottleneck)
-    LinkDir rep = 0;             // the narrowest of the links carrying the same flows
+    double cap = 0;   // bytes/s
+    int bundle = -1;  // the bundle it is in while it carries a flow
+    int at = 0;       // its place in that bundle's members
   };
   std::vector<Link> link;
-  std::vector<std::vector<OnLink>> on_link;
-  std::vector<std::uint64_t> sum_a, sum_b;
-  std::vector<std::size_t> sum_count;
-  std::uint64_t mark = 1;
-  bool clean = false;
+  // Kept between runs only for their allocations (hundreds of small runs time a plan's collectives
+  // alone): a run hands out movers and bundles in the order a fresh one would, so its results do
+  // not depend on the runs before it.
+  std::vector<Moving> movers;
+  std::vector<Bundle> bundles;
+  SignatureTable signatures;
+  std::uint64_t mark = 1;  // marks only grow, so no mover or bundle carries one of this run's
+  bool clean = true;
 
   void reset() {
-    const std::size_t n = link.size();
-    for (Link& l : link) l = Link{0, l.cap, 0, 0, 0, 0, 0, 0, 0, 0};
-    on_link.assign(n, {});
-    sum_a.assign(n, 0);
-    sum_b.assign(n, 0);
-    sum_count.assign(n, 0);
+    for (Link& l : link) l.bundle = -1;
+    signatures.clear();
     clean = true;
   }
 };
@@ -83,9 +53,12 @@ namespace {
 class Run {
  public:
   Run(FluidSolver::Tables& t, const FlowGraph& graph, long& solves, long& rated)
-      : t_(t), graph_(graph), routes_(graph), solves_(solves), rated_(rated), on_link_(t.on_link), link_(t.link), mark_(t.mark) {
+      : t_(t), graph_(graph), routes_(graph), solves_(solves), rated_(rated), link_(t.link), movers_(t.movers), bundles_(t.bundles),
+        signatures_(t.signatures), mark_(t.mark) {
     if (!t.clean) t.reset();
     t.clean = false;  // until this run ends whole
+    for (int m = static_cast<int>(movers_.size()) - 1; m >= 0; --m) free_.push_back(m);
+    for (int b = static_cast<int>(bundles_.size()) - 1; b >= 0; --b) free_bundles_.push_back(b);
     dirty_mark_ = ++mark_;
     const std::size_t n = graph.flows.size();
     finish_.assign(n, -1.0);
@@ -101,8 +74,6 @@ class Run {
         succ_[static_cast<std::size_t>(count[static_cast<std::size_t>(before)]++)] = id;
         ++waiting_[static_cast<std::size_t>(id)];
       }
-    merge_identical_links();
-    routes_.set_merged([&](LinkDir l) { return link_[static_cast<std::size_t>(l)].rep; });
   }
 
   std::vector<Seconds> go() {
@@ -125,63 +96,6 @@ class Run {
   }
 
  private:
-  /// Links that carry exactly the same flows, as often, over the whole run load alike at every
-  /// instant, so only the narrowest of them can bind: each flow keeps that one (an exact cut of the
-  /// solver's work; a chain GPU -> PCIe -> NIC -> leaf port often collapses to one link). Sets are
-  /// compared by two independent 64-bit hashes of (flow, times listed) and their count. The hashes
-  /// are sums, so each route adds its flows' keys once per count it lists a link with, rather than
-  /// each flow once per link: the same sums, without visiting every flow's route.
-  void merge_identical_links() {
-    static constexpr std::uint64_t kMaxCount = (1 << 24) - 1;
-    auto clamped = [](double count) { return std::min<std::uint64_t>(static_cast<std::uint64_t>(count), kMaxCount); };
-    std::vector<std::size_t> count_begin{0};  // [route]: where its distinct counts start in counts
-    std::vector<std::uint64_t> counts;
-    auto count_slot = [&](std::size_t r, double count) {
-      const auto from = counts.begin() + static_cast<std::ptrdiff_t>(count_begin[r]);
-      return static_cast<std::size_t>(std::find(from, counts.end(), clamped(count)) - counts.begin());
-    };
-    for (std::size_t r = 0; r < routes_.size(); ++r) {
-      for (const auto& [l, count] : routes_.distinct(static_cast<int>(r)))
-        if (count_slot(r, count) == counts.size()) counts.push_back(clamped(count));
-      count_begin.push_back(counts.size());
-    }
-    std::vector<std::uint64_t> key_a(counts.size(), 0), key_b(counts.size(), 0);  // [count slot]: its route's flows' keys
-    for (std::size_t id = 0; id < graph_.flows.size(); ++id) {
-      const int r = routes_.route_of(static_cast<FlowId>(id));
-      if (r < 0) continue;
-      for (std::size_t k = count_begin[static_cast<std::size_t>(r)]; k < count_begin[static_cast<std::size_t>(r) + 1]; ++k) {
-        const std::uint64_t key = (static_cast<std::uint64_t>(id) << 24) | counts[k];
-        key_a[k] += FluidRoutes::mix(key);
-        key_b[k] += FluidRoutes::mix(key ^ 0x9e3779b97f4a7c15ULL);
-      }
-    }
-    std::vector<LinkDir> touched;
-    for (std::size_t r = 0; r < routes_.size(); ++r)
-      for (const auto& [l, count] : routes_.distinct(static_cast<int>(r))) {
-        const std::size_t k = count_slot(r, count), i = static_cast<std::size_t>(l);
-        if (t_.sum_count[i] == 0) touched.push_back(l);
-        t_.sum_count[i] += static_cast<std::size_t>(routes_.flows(static_cast<int>(r)));
-        t_.sum_a[i] += key_a[k];
-        t_.sum_b[i] += key_b[k];
-      }
-    std::sort(touched.begin(), touched.end());  // the narrowest, the lowest-numbered on a tie
-    std::map<std::tuple<std::uint64_t, std::uint64_t, std::size_t>, LinkDir> first;
-    auto key_of = [&](LinkDir l) {
-      const std::size_t i = static_cast<std::size_t>(l);
-      return std::make_tuple(t_.sum_a[i], t_.sum_b[i], t_.sum_count[i]);
-    };
-    for (LinkDir l : touched) {
-      auto [it, fresh] = first.emplace(key_of(l), l);
-      if (!fresh && link_[static_cast<std::size_t>(l)].cap < link_[static_cast<std::size_t>(it->second)].cap) it->second = l;
-    }
-    for (LinkDir l : touched) link_[static_cast<std::size_t>(l)].rep = first.at(key_of(l));
-    for (LinkDir l : touched) {
-      const std::size_t i = static_cast<std::size_t>(l);
-      t_.sum_a[i] = t_.sum_b[i] = 0;
-      t_.sum_count[i] = 0;
-    }
-  }
-
   /// Starts the flows whose predecessors have all finished, and those that become ready through
   /// them (a chain of empty steps ends at once): a work list, not recursion, however long the chain.
   void drain() {
@@ -208,40 +122,227 @@ class Run {
       m = static_cast<int>(movers_.size());
       movers_.emplace_back();
     }
-    Moving& mv = movers_[static_cast<std::size_t>(m)];
-    mv.flow = id;
-    mv.weight = f.copies / (f.latency_s > 0 ? f.latency_s : 1.0);
-    mv.rate_Bps = 0;
-    mv.remaining_bytes = static_cast<double>(f.size_bytes) * f.copies;
-    mv.since = now_;
-    mv.links = routes_.merged(route);
-    mv.slot.resize(mv.links.size());
-    for (std::size_t k = 0; k < mv.links.size(); ++k) {
-      auto& list = on_link_[static_cast<std::size_t>(mv.links[k].first)];
-      mv.slot[k] = list.size();
-      list.push_back({m, static_cast<int>(k)});
-      touch(mv.links[k].first);
+    {
+      Moving& mv = movers_[static_cast<std::size_t>(m)];
+      mv.flow = id;
+      mv.weight = f.copies / (f.latency_s > 0 ? f.latency_s : 1.0);
+      mv.rate_Bps = 0;
+      mv.remaining_bytes = static_cast<double>(f.size_bytes) * f.copies;
+      mv.since = now_;
+      mv.entries.clear();
+      mv.bottleneck = -1;
     }
-    mv.bottleneck = -1;
+    // The route's links grouped by the bundle they are in and how often the route lists them: each
+    // group becomes one bundle that carries the new flow too (the whole old bundle where the
+    // group is all of it, else a new one split off it). Groups in order of first appearance.
+    group_links(route);
+    for (std::size_t g = 0; g < groups_used_; ++g) {
+      const int from = groups_[g].from;
+      const double count = groups_[g].count;
+      const std::vector<LinkDir>& links = groups_[g].links;
+      int to = from;
+      if (from >= 0 && links.size() == bundles_[static_cast<std::size_t>(from)].members.size()) {
+        forget_signature(from);
+      } else {
+        to = new_bundle();
+        const double cap_before = from >= 0 ? bundles_[static_cast<std::size_t>(from)].cap : 0;
+        for (LinkDir l : links) move_link(l, to);
+        if (from >= 0) split_off(from, to, cap_before);
+      }
+      add_to_signature(to, id, count, +1);
+      add_entry(m, to, count);
+      remember_signature(to);
+      touch(to);
+    }
     started_.push_back(m);
+  }
+
+  /// Fills groups_[0, groups_used_) with the route's links by (bundle, listings), in order of first
+  /// appearance: each bundle remembers its first group of this start, and links listed a different
+  /// number of times (rare: a ring over one link twice) search the groups after it.
+  void group_links(int route) {
+    groups_used_ = 0;
+    grouping_ = ++mark_;
+    for (const auto& [l, count] : routes_.distinct(route)) {
+      const int from = link_[static_cast<std::size_t>(l)].bundle;
+      std::size_t g = groups_used_;
+      if (from >= 0 && bundles_[static_cast<std::size_t>(from)].grouping == grouping_)
+        g = bundles_[static_cast<std::size_t>(from)].group;
+      else if (from < 0 && fresh_group_ < groups_used_)
+        g = fresh_group_;
+      if (g < groups_used_) {
+        while (g < groups_used_ && (groups_[g].from != from || groups_[g].count != count)) ++g;
+      }
+      if (g == groups_used_) {
+        if (groups_.size() == groups_used_) groups_.emplace_back();
+        groups_[g].from = from;
+        groups_[g].count = count;
+        groups_[g].links.clear();
+        ++groups_used_;
+        if (from >= 0 && bundles_[static_cast<std::size_t>(from)].grouping != grouping_) {
+          bundles_[static_cast<std::size_t>(from)].grouping = grouping_;
+          bundles_[static_cast<std::size_t>(from)].group = g;
+        } else if (from < 0 && fresh_group_ >= g) {
+          fresh_group_ = g;
+        }
+      }
+      groups_[g].links.push_back(l);
+    }
+    fresh_group_ = std::numeric_limits<std::size_t>::max();
+  }
+
+  /// `to`, just given some of `from`'s links, carries `from`'s flows as well.
+  void split_off(int from, int to, double cap_before) {
+    Bundle& source = bundles_[static_cast<std::size_t>(from)];
+    Bundle& target = bundles_[static_cast<std::size_t>(to)];
+    target.sig_a = source.sig_a;
+    target.sig_b = source.sig_b;
+    target.load = source.load;
+    for (const OnBundle& o : source.on)
+      add_entry(o.moving, to, movers_[static_cast<std::size_t>(o.moving)].entries[static_cast<std::size_t>(o.position)].coefficient);
+    // Its narrowest link gone, what is left may carry more: the flows it bounds look again.
+    if (source.cap != cap_before) touch(from);
   }
 
   void stop_bytes(int m) {
     Moving& mv = movers_[static_cast<std::size_t>(m)];
-    if (mv.bottleneck >= 0) --link_[static_cast<std::size_t>(mv.bottleneck)].bottleneck_of;
-    for (std::size_t k = 0; k < mv.links.size(); ++k) {
-      const LinkDir l = mv.links[k].first;
-      auto& list = on_link_[static_cast<std::size_t>(l)];
+    if (mv.bottleneck >= 0) --bundles_[static_cast<std::size_t>(mv.bottleneck)].bottleneck_of;
+    while (!mv.entries.empty()) {
+      const std::size_t k = mv.entries.size() - 1;
+      const Entry e = mv.entries[k];
+      Bundle& b = bundles_[static_cast<std::size_t>(e.bundle)];
       // An emptied link's load is exactly 0, whatever rounding the sums carried.
-      link_[static_cast<std::size_t>(l)].load = list.size() == 1 ? 0.0 : link_[static_cast<std::size_t>(l)].load - mv.links[k].second * mv.rate_Bps;
-      const std::size_t at = mv.slot[k];
-      list[at] = list.back();
-      list.pop_back();
-      if (at < list.size()) movers_[static_cast<std::size_t>(list[at].moving)].slot[static_cast<std::size_t>(list[at].position)] = at;
-      touch(l);
+      b.load = b.on.size() == 1 ? 0.0 : b.load - e.coefficient * mv.rate_Bps;
+      forget_signature(e.bundle);
+      add_to_signature(e.bundle, mv.flow, e.coefficient, -1);
+      remove_entry(m, k);
+      if (b.on.empty()) {
+        dissolve(e.bundle);
+        continue;
+      }
+      // Its links now carry what another bundle's carry: one bundle again.
+      const int same = signatures_.find(b.sig_a, b.sig_b);
+      const int kept = same < 0 ? e.bundle : merge(e.bundle, same);
+      remember_signature(kept);
+      touch(kept);
     }
     mv.flow = -1;
     free_.push_back(m);
+  }
+
+  int new_bundle() {
+    int b;
+    if (!free_bundles_.empty()) {
+      b = free_bundles_.back();
+      free_bundles_.pop_back();
+    } else {
+      b = static_cast<int>(bundles_.size());
+      bundles_.emplace_back();
+    }
+    Bundle& n = bundles_[static_cast<std::size_t>(b)];
+    n.seen = n.grouping = 0;
+    n.cap = n.load = 0;
+    n.bottleneck_of = 0;
+    n.sig_a = n.sig_b = 0;
+    n.live = true;
+    n.on.clear();
+    n.members.clear();
+    n.caps.clear();
+    return b;
+  }
+
+  /// No flow left on its links: they leave it.
+  void dissolve(int b) {
+    Bundle& d = bundles_[static_cast<std::size_t>(b)];
+    for (LinkDir l : d.members) link_[static_cast<std::size_t>(l)].bundle = -1;
+    d.members.clear();
+    d.caps.clear();
+    d.live = false;
+    free_bundles_.push_back(b);
+  }
+
+  /// Two bundles carrying the same flows become the larger; returns it.
+  int merge(int a, int b) {
+    const bool a_larger = bundles_[static_cast<std::size_t>(a)].members.size() >= bundles_[static_cast<std::size_t>(b)].members.size();
+    const int kept = a_larger ? a : b, gone = a_larger ? b : a;
+    forget_signature(gone);
+    Bundle& g = bundles_[static_cast<std::size_t>(gone)];
+    while (!g.members.empty()) move_link(g.members.back(), kept);
+    bundles_[static_cast<std::size_t>(kept)].bottleneck_of += g.bottleneck_of;
+    while (!g.on.empty()) {
+      const OnBundle o = g.on.back();
+      Moving& mv = movers_[static_cast<std::size_t>(o.moving)];
+      if (mv.bottleneck == gone) mv.bottleneck = kept;
+      remove_entry(o.moving, static_cast<std::size_t>(o.position));
+    }
+    g.live = false;
+    free_bundles_.push_back(gone);
+    return kept;
+  }
+
+  void move_link(LinkDir l, int to) {
+    auto& link = link_[static_cast<std::size_t>(l)];
+    if (link.bundle >= 0) {
+      Bundle& from = bundles_[static_cast<std::size_t>(link.bundle)];
+      const LinkDir last = from.members.back();
+      from.members[static_cast<std::size_t>(link.at)] = last;
+      link_[static_cast<std::size_t>(last)].at = link.at;
+      from.members.pop_back();
+      auto c = std::find_if(from.caps.begin(), from.caps.end(), [&](const auto& x) { return x.first == link.cap; });
+      if (--c->second == 0) from.caps.erase(c);
+      from.cap = from.caps.empty() ? 0 : from.caps.front().first;
+    }
+    Bundle& into = bundles_[static_cast<std::size_t>(to)];
+    link.bundle = to;
+    link.at = static_cast<int>(into.members.size());
+    into.members.push_back(l);
+    auto c = std::lower_bound(into.caps.begin(), into.caps.end(), std::make_pair(link.cap, 0));
+    if (c != into.caps.end() && c->first == link.cap)
+      ++c->second;
+    else
+      into.caps.insert(c, {link.cap, 1});
+    into.cap = into.caps.front().first;
+  }
+
+  void add_entry(int m, int b, double coefficient) {
+    Moving& mv = movers_[static_cast<std::size_t>(m)];
+    Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+    mv.entries.push_back({b, coefficient, bundle.on.size()});
+    bundle.on.push_back({m, static_cast<int>(mv.entries.size() - 1)});
+  }
+
+  void remove_entry(int m, std::size_t k) {
+    Moving& mv = movers_[static_cast<std::size_t>(m)];
+    const Entry e = mv.entries[k];
+    auto& on = bundles_[static_cast<std::size_t>(e.bundle)].on;
+    if (e.slot + 1 != on.size()) {
+      on[e.slot] = on.back();
+      movers_[static_cast<std::size_t>(on[e.slot].moving)].entries[static_cast<std::size_t>(on[e.slot].position)].slot = e.slot;
+    }
+    on.pop_back();
+    if (k + 1 != mv.entries.size()) {
+      mv.entries[k] = mv.entries.back();
+      bundles_[static_cast<std::size_t>(mv.entries[k].bundle)].on[mv.entries[k].slot].position = static_cast<int>(k);
+    }
+    mv.entries.pop_back();
+  }
+
+  /// A bundle's flows are known by two independent 64-bit sums of a key per (flow, listings).
+  void add_to_signature(int b, FlowId flow, double count, int sign) {
+    static constexpr std::uint64_t kMaxCount = (1 << 24) - 1;
+    const std::uint64_t key = (static_cast<std::uint64_t>(flow) << 24) | std::min<std::uint64_t>(static_cast<std::uint64_t>(count), kMaxCount);
+    Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+    const std::uint64_t a = FluidRoutes::mix(key), c = FluidRoutes::mix(key ^ 0x9e3779b97f4a7c15ULL);
+    bundle.sig_a += sign > 0 ? a : -a;
+    bundle.sig_b += sign > 0 ? c : -c;
+  }
+  void remember_signature(int b) {
+    const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+    signatures_.insert(bundle.sig_a, bundle.sig_b, b);
+  }
+  void forget_signature(int b) {
+    const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+    signatures_.erase(bundle.sig_a, bundle.sig_b, b);
   }
 
   void end(FlowId id) {
@@ -259,15 +360,16 @@ class Run {
     end(e.flow);
   }
 
-  void touch(LinkDir l) {
-    if (link_[static_cast<std::size_t>(l)].seen == dirty_mark_) return;
-    link_[static_cast<std::size_t>(l)].seen = dirty_mark_;
-    dirty_.push_back(l);
+  void touch(int b) {
+    Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+    if (bundle.seen == dirty_mark_) return;
+    bundle.seen = dirty_mark_;
+    dirty_.push_back(b);
   }
 
   /// Re-solves the rates around what changed and reschedules the ends of the flows whose rate
-  /// changed. Max-min holds exactly when every flow has a bottleneck: a full link on which no flow
-  /// has a higher level (rate / weight). The region starts as the flows that started and those
+  /// changed. Max-min holds exactly when every flow has a bottleneck: a full bundle on which no
+  /// flow has a higher level (rate / weight). The region starts as the flows that started and those
   /// whose bottleneck lost or gained a flow; it is solved with every other flow held at its rate,
   /// then any flow the new rates leave without a bottleneck (or above a region flow on the region
   /// flow's bottleneck) joins it, until none does. A flow elsewhere keeps its rate and its
@@ -277,19 +379,20 @@ class Run {
     if (dirty_.empty()) return;
     const std::uint64_t region = ++mark_;
     region_.clear();
-    // Seeds: the flows that started, and those whose bottleneck is a link where a flow started or
-    // ended. Any other flow on those links has a full link elsewhere where it is on top, which
+    // Seeds: the flows that started, and those whose bottleneck is a bundle where a flow started or
+    // ended. Any other flow on those bundles has a full bundle elsewhere where it is on top, which
     // the change did not touch; the growth below pulls in whatever the new rates unsettle.
     for (int m : started_)
       if (movers_[static_cast<std::size_t>(m)].flow >= 0) join(m, region);
     started_.clear();
-    // A link knows how many flows it is the bottleneck of: the scan of its flows (hundreds on a
+    // A bundle knows how many flows it is the bottleneck of: the scan of its flows (hundreds on a
     // shared uplink) ends once it has met them all, and is skipped where there are none.
-    for (LinkDir l : dirty_) {
-      int left = link_[static_cast<std::size_t>(l)].bottleneck_of;
-      const auto& on = on_link_[static_cast<std::size_t>(l)];
-      for (auto o = on.begin(); left > 0 && o != on.end(); ++o)
-        if (movers_[static_cast<std::size_t>(o->moving)].bottleneck == l) {
+    for (int b : dirty_) {
+      const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+      if (!bundle.live) continue;  // dissolved or merged since
+      int left = bundle.bottleneck_of;
+      for (auto o = bundle.on.begin(); left > 0 && o != bundle.on.end(); ++o)
+        if (movers_[static_cast<std::size_t>(o->moving)].bottleneck == b) {
           join(o->moving, region);
           --left;
         }
@@ -305,22 +408,22 @@ class Run {
       if (region_.size() == before) break;
     }
     const std::uint64_t risen = ++mark_;
-    risen_links_.clear();
+    risen_.clear();
     for (int m : region_) {
       Moving& mv = movers_[static_cast<std::size_t>(m)];
       if (mv.bottleneck != mv.new_bottleneck) {
-        if (mv.bottleneck >= 0) --link_[static_cast<std::size_t>(mv.bottleneck)].bottleneck_of;
-        ++link_[static_cast<std::size_t>(mv.new_bottleneck)].bottleneck_of;
+        if (mv.bottleneck >= 0) --bundles_[static_cast<std::size_t>(mv.bottleneck)].bottleneck_of;
+        ++bundles_[static_cast<std::size_t>(mv.new_bottleneck)].bottleneck_of;
         mv.bottleneck = mv.new_bottleneck;
       }
       if (mv.new_rate_Bps == mv.rate_Bps) continue;
       const bool rises = mv.new_rate_Bps > mv.rate_Bps;
-      for (const auto& [l, coefficient] : mv.links) {
-        FluidSolver::Tables::Link& link = link_[static_cast<std::size_t>(l)];
-        link.load += coefficient * (mv.new_rate_Bps - mv.rate_Bps);
-        if (rises && link.seen != risen) {
-          link.seen = risen;
-          risen_links_.push_back(l);
+      for (const Entry& e : mv.entries) {
+        Bundle& bundle = bundles_[static_cast<std::size_t>(e.bundle)];
+        bundle.load += e.coefficient * (mv.new_rate_Bps - mv.rate_Bps);
+        if (rises && bundle.seen != risen) {
+          bundle.seen = risen;
+          risen_.push_back(e.bundle);
         }
       }
       mv.remaining_bytes = std::max(0.0, mv.remaining_bytes - mv.rate_Bps * (now_ - mv.since));
@@ -331,13 +434,13 @@ class Run {
     }
     // No link above its bandwidth, checked where loads are set, once all of the region's are
     // (beyond the rounding of the sums). Only where a flow rose: adding a negative amount never
-    // raises a double, so a link whose flows all fell or held is still within its last check (a
-    // long ring's links would otherwise be checked at every one of its joins).
-    for (LinkDir l : risen_links_) {
-      const std::size_t i = static_cast<std::size_t>(l);
-      if (link_[i].load > link_[i].cap * (1 + 1e-9))
-        invariant_broken("link utilization at most 1", "link direction " + std::to_string(l) + " carries " +
-                                                           std::to_string(link_[i].load) + " B/s of " + std::to_string(link_[i].cap));
+    // raises a double, so a bundle whose flows all fell or held is still within its last check (a
+    // long ring's bundles would otherwise be checked at every one of its joins).
+    for (int b : risen_) {
+      const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+      if (bundle.load > bundle.cap * (1 + 1e-9))
+        invariant_broken("link utilization at most 1", "link direction " + std::to_string(bundle.members.front()) + " carries " +
+                                                           std::to_string(bundle.load) + " B/s of " + std::to_string(bundle.cap));
     }
   }
 
@@ -351,70 +454,70 @@ class Run {
   static double level(const Moving& mv, bool in_region) { return (in_region ? mv.new_rate_Bps : mv.rate_Bps) / mv.weight; }
 
   /// Weighted progressive filling over the region, on what the flows outside it leave of each
-  /// link: the link that fills first at the common level fixes its flows at level x weight.
-  /// Fixing a flow at a level no higher than a link's own (left / usage) can only raise that
-  /// link's level, so a key in the heap is a lower bound: a popped key that has risen goes back.
+  /// bundle: the bundle that fills first at the common level fixes its flows at level x weight.
+  /// Fixing a flow at a level no higher than a bundle's own (left / usage) can only raise that
+  /// bundle's level, so a key in the heap is a lower bound: a popped key that has risen goes back.
   void solve_region(std::uint64_t region) {
-    using Key = std::pair<double, LinkDir>;
+    using Key = std::pair<double, int>;
     const std::uint64_t here = ++mark_;
-    region_links_.clear();
+    region_bundles_.clear();
     for (int m : region_) {
       Moving& mv = movers_[static_cast<std::size_t>(m)];
       mv.fixed = false;
-      for (const auto& [l, coefficient] : mv.links) {
-        const std::size_t i = static_cast<std::size_t>(l);
-        if (link_[i].seen != here) {
-          link_[i].seen = here;
-          region_links_.push_back(l);
-          link_[i].usage = 0;
-          link_[i].unfixed = 0;
-          link_[i].region_load = 0;
-          link_[i].region_bottlenecks = 0;
+      for (const Entry& e : mv.entries) {
+        Bundle& bundle = bundles_[static_cast<std::size_t>(e.bundle)];
+        if (bundle.seen != here) {
+          bundle.seen = here;
+          region_bundles_.push_back(e.bundle);
+          bundle.usage = 0;
+          bundle.unfixed = 0;
+          bundle.region_load = 0;
+          bundle.region_bottlenecks = 0;
         }
-        link_[i].usage += coefficient * mv.weight;
-        link_[i].region_load += coefficient * mv.rate_Bps;
-        ++link_[i].unfixed;
+        bundle.usage += e.coefficient * mv.weight;
+        bundle.region_load += e.coefficient * mv.rate_Bps;
+        ++bundle.unfixed;
       }
-      if (mv.bottleneck >= 0 && link_[static_cast<std::size_t>(mv.bottleneck)].seen == here)
-        ++link_[static_cast<std::size_t>(mv.bottleneck)].region_bottlenecks;
+      if (mv.bottleneck >= 0 && bundles_[static_cast<std::size_t>(mv.bottleneck)].seen == here)
+        ++bundles_[static_cast<std::size_t>(mv.bottleneck)].region_bottlenecks;
     }
     heap_.clear();
-    for (LinkDir l : region_links_) {
-      const std::size_t i = static_cast<std::size_t>(l);
-      const double outside = link_[i].load - link_[i].region_load;
-      link_[i].left = std::max(0.0, link_[i].cap - outside);
-      heap_.push_back({link_[i].left / link_[i].usage, l});
+    for (int b : region_bundles_) {
+      Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+      const double outside = bundle.load - bundle.region_load;
+      bundle.left = std::max(0.0, bundle.cap - outside);
+      heap_.push_back({bundle.left / bundle.usage, b});
     }
     std::make_heap(heap_.begin(), heap_.end(), std::greater<Key>());
     double fill = 0;
-    // Once every region flow is fixed the links left in the heap can fix nothing: stop there
-    // rather than pop them all (most regions are a few flows over many links).
+    // Once every region flow is fixed the bundles left in the heap can fix nothing: stop there
+    // rather than pop them all (most regions are a few flows over many bundles).
     std::size_t unfixed = region_.size();
     while (!heap_.empty() && unfixed > 0) {
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<Key>());
-      const auto [key, l] = heap_.back();
+      const auto [key, b] = heap_.back();
       heap_.pop_back();
-      const std::size_t i = static_cast<std::size_t>(l);
-      if (link_[i].unfixed == 0) continue;
-      const double now_key = std::max(0.0, link_[i].left) / link_[i].usage;
+      Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+      if (bundle.unfixed == 0) continue;
+      const double now_key = std::max(0.0, bundle.left) / bundle.usage;
       if (now_key > key * (1 + 1e-12) && !heap_.empty() && now_key > heap_.front().first) {
-        heap_.push_back({now_key, l});
+        heap_.push_back({now_key, b});
         std::push_heap(heap_.begin(), heap_.end(), std::greater<Key>());
         continue;
       }
       fill = std::max(fill, now_key);  // rounding cannot lower it
-      for (const OnLink& o : on_link_[i]) {
+      for (const OnBundle& o : bundle.on) {
         Moving& mv = movers_[static_cast<std::size_t>(o.moving)];
         if (mv.region != region || mv.fixed) continue;
         mv.fixed = true;
         --unfixed;
         mv.new_rate_Bps = fill * mv.weight;
-        mv.new_bottleneck = l;
-        for (const auto& [l2, coefficient] : mv.links) {
-          const std::size_t j = static_cast<std::size_t>(l2);
-          link_[j].left -= coefficient * mv.new_rate_Bps;
-          link_[j].usage -= coefficient * mv.weight;
-          --link_[j].unfixed;
+        mv.new_bottleneck = b;
+        for (const Entry& e : mv.entries) {
+          Bundle& other = bundles_[static_cast<std::size_t>(e.bundle)];
+          other.left -= e.coefficient * mv.new_rate_Bps;
+          other.usage -= e.coefficient * mv.weight;
+          --other.unfixed;
         }
       }
     }
@@ -429,28 +532,28 @@ class Run {
     for (int m : region_) {
       const Moving& mv = movers_[static_cast<std::size_t>(m)];
       const double mine = level(mv, true) * (1 + kSlack);
-      for (const OnLink& o : on_link_[static_cast<std::size_t>(mv.new_bottleneck)]) {
+      for (const OnBundle& o : bundles_[static_cast<std::size_t>(mv.new_bottleneck)].on) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
         if (g.region != region && level(g, false) > mine) pulled_.push_back(o.moving);
       }
     }
-    for (LinkDir l : region_links_) {
-      const std::size_t i = static_cast<std::size_t>(l);
-      if (link_[i].bottleneck_of == link_[i].region_bottlenecks) continue;  // no outside flow's bottleneck
+    for (int b : region_bundles_) {
+      const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+      if (bundle.bottleneck_of == bundle.region_bottlenecks) continue;  // no outside flow's bottleneck
       bool bottleneck_of_outside = false;
       double load = 0, top = 0;
-      for (const OnLink& o : on_link_[i]) {
+      for (const OnBundle& o : bundle.on) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
         const bool in = g.region == region;
-        load += g.links[static_cast<std::size_t>(o.position)].second * (in ? g.new_rate_Bps : g.rate_Bps);
+        load += g.entries[static_cast<std::size_t>(o.position)].coefficient * (in ? g.new_rate_Bps : g.rate_Bps);
         top = std::max(top, level(g, in));
-        bottleneck_of_outside |= !in && g.bottleneck == l;
+        bottleneck_of_outside |= !in && g.bottleneck == b;
       }
       if (!bottleneck_of_outside) continue;
-      const bool full = load >= link_[i].cap * (1 - kSlack);
-      for (const OnLink& o : on_link_[i]) {
+      const bool full = load >= bundle.cap * (1 - kSlack);
+      for (const OnBundle& o : bundle.on) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
-        if (g.region != region && g.bottleneck == l && (!full || level(g, false) < top * (1 - kSlack)))
+        if (g.region != region && g.bottleneck == b && (!full || level(g, false) < top * (1 - kSlack)))
           pulled_.push_back(o.moving);
       }
     }
@@ -463,8 +566,10 @@ class Run {
   FluidRoutes routes_;
   long& solves_;
   long& rated_;
-  std::vector<std::vector<OnLink>>& on_link_;
   std::vector<FluidSolver::Tables::Link>& link_;
+  std::vector<Moving>& movers_;
+  std::vector<Bundle>& bundles_;
+  SignatureTable& signatures_;
   std::uint64_t& mark_;
   // Of this run.
   std::uint64_t dirty_mark_ = 0;
@@ -473,10 +578,18 @@ class Run {
   std::vector<Seconds> finish_;
   std::vector<int> waiting_, succ_begin_;
   std::vector<FlowId> succ_, pending_;
-  std::vector<Moving> movers_;
-  std::vector<int> free_;
-  std::vector<LinkDir> dirty_, region_links_, risen_links_;
-  std::vector<std::pair<double, LinkDir>> heap_;
+  std::vector<int> free_, free_bundles_;
+  struct Group {
+    int from;      // the bundle the links are in, or -1
+    double count;  // how often the route lists each
+    std::vector<LinkDir> links;
+  };
+  std::vector<Group> groups_;  // of one start; the first groups_used_
+  std::size_t groups_used_ = 0;
+  std::size_t fresh_group_ = std::numeric_limits<std::size_t>::max();  // the first group of links in no bundle
+  std::uint64_t grouping_ = 0;  // which start is grouping links
+  std::vector<int> dirty_, region_bundles_, risen_;
+  std::vector<std::pair<double, int>> heap_;
   std::vector<int> region_, pulled_, started_;
 };
 

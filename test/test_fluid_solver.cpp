@@ -1,7 +1,7 @@
 // The fluid solver computes SimGrid's max-min (CM02 with the engine's settings) at a fraction of its
 // cost: the same finish times on flow graphs that stress what it does differently (rates re-solved
-// only around what changed, identical links merged, steps without links kept off the solver), and
-// closed forms for what it must get right on its own.
+// only around what changed, links that carry the same flows bundled, steps without links kept off
+// the solver), and closed forms for what it must get right on its own.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -45,9 +45,10 @@ fabric:
 )";
 }
 
-/// A random flow graph: point-to-point flows between random GPUs on hashed paths, rings, steps
-/// without links, random sizes and latencies, each flow after up to three earlier ones.
-FlowGraph random_graph(const Router& router, int gpus, unsigned seed, int flows) {
+/// A random flow graph: point-to-point flows between random GPUs on hashed paths, rings of up to
+/// `ring_gpus` GPUs, steps without links, random sizes and latencies, each flow after up to three
+/// earlier ones.
+FlowGraph random_graph(const Router& router, int gpus, unsigned seed, int flows, int ring_gpus = 6) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> gpu(0, gpus - 1), kind(0, 9);
   std::uniform_real_distribution<double> unit(0, 1);
@@ -60,7 +61,7 @@ FlowGraph random_graph(const Router& router, int gpus, unsigned seed, int flows)
       f.latency_s = 1e-4 * unit(rng);
     } else if (k == 1 && i > 8) {  // a ring channel's worth of flows
       std::vector<int> group;
-      for (int m = 0; m < 6; ++m) group.push_back(gpu(rng));
+      for (int m = 0; m < ring_gpus; ++m) group.push_back(gpu(rng));
       std::sort(group.begin(), group.end());
       group.erase(std::unique(group.begin(), group.end()), group.end());
       if (group.size() < 2) continue;
@@ -98,8 +99,10 @@ TEST_CASE("the fluid solver gives SimGrid's finish times on random flow graphs o
   const Router router(c);
   FabricEngine simgrid(c, Solver::simgrid_full);
   FluidSolver fluid(link_capacities_Bps(c));
-  for (unsigned seed = 1; seed <= 6; ++seed) {
-    const FlowGraph g = random_graph(router, c.gpu_count(), seed, 600);
+  // Seeds 7 to 9 lay rings over up to 40 of the 64 GPUs: long flows whose links short flows keep
+  // joining and leaving, so the solver's bundles of links split and merge all the time.
+  for (unsigned seed = 1; seed <= 9; ++seed) {
+    const FlowGraph g = random_graph(router, c.gpu_count(), seed, 600, seed <= 6 ? 6 : 40);
     const std::vector<Seconds> want = simgrid.run(g), got = fluid.run(g);
     REQUIRE(got.size() == want.size());
     double worst = 0;
@@ -190,6 +193,40 @@ TEST_CASE("the fluid solver shares a link by weight, counts a link listed twice 
   CHECK(t[1] == Approx(c_end + b_left / 1e9).epsilon(1e-9));
   // The step waits for a, then takes its latency, never touching a link.
   CHECK(t[3] == Approx(a_end + 5e-3).epsilon(1e-12));
+}
+
+TEST_CASE("a long flow's links split off and merge back as short flows come and go, the narrowest always binding") {
+  // A flow L over links 0-7 (link 7 at 1 GB/s, the others at 2 GB/s), 3 MB, and three short flows
+  // one after another: s1 on link 7 (1 MB), s2 on links 3 and 4 (1 MB), s3 on links 5 and 7
+  // (0.5 MB). No latencies: every weight is 1.
+  FluidSolver fluid({2e9, 2e9, 2e9, 2e9, 2e9, 2e9, 2e9, 1e9});
+  FlowGraph g;
+  Flow ring, s1, s2, s3;
+  ring.links = {0, 1, 2, 3, 4, 5, 6, 7};
+  ring.size_bytes = 3'000'000;
+  s1.links = {7};
+  s1.size_bytes = 1'000'000;
+  s2.links = {3, 4};
+  s2.size_bytes = 1'000'000;
+  s2.after = {1};
+  s3.links = {5, 7};
+  s3.size_bytes = 500'000;
+  s3.after = {2};
+  g.add(ring);
+  g.add(s1);
+  g.add(s2);
+  g.add(s3);
+  const std::vector<Seconds> t = fluid.run(g);
+  // [0, 2) ms: L and s1 halve link 7: 0.5 GB/s each; s1 ends at 2 ms, L has sent 1 MB.
+  CHECK(t[1] == Approx(2e-3).epsilon(1e-12));
+  // [2, 3) ms: link 7 bounds L at 1 GB/s again; s2 takes the 1 GB/s L leaves of links 3 and 4:
+  // ends at 3 ms, L at 2 MB.
+  CHECK(t[2] == Approx(3e-3).epsilon(1e-12));
+  // [3, 4) ms: L and s3 halve link 7 again: s3 ends at 4 ms, L at 2.5 MB; then L alone at 1 GB/s.
+  CHECK(t[3] == Approx(4e-3).epsilon(1e-12));
+  CHECK(t[0] == Approx(4.5e-3).epsilon(1e-12));
+  // Run twice on one solver: the links' state left by a run is clean for the next.
+  CHECK(fluid.run(g) == t);
 }
 
 TEST_CASE("run --solver picks the solver, gives SimGrid's iteration, and takes only the solvers listed") {
