@@ -55,7 +55,6 @@ struct Bundle {
   int unfixed = 0;
   int bottleneck_of = 0;       // flows whose bottleneck it is
   int region_bottlenecks = 0;  // of which in the region (their old bottleneck)
-  bool live = false;
   std::uint64_t grouping = 0;  // the start that last grouped links of it
   std::size_t group = 0;       // that start's first group of its links
   std::uint64_t sig_a = 0, sig_b = 0;         // two independent sums over its (flow, listings)

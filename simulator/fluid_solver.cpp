@@ -5,7 +5,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "simulator/event_queue.hpp"
@@ -114,14 +113,7 @@ class Run {
     const Flow& f = graph_.flows[static_cast<std::size_t>(id)];
     const int route = routes_.route_of(id);
     if (route < 0) return end(id);  // no links or no bytes
-    int m;
-    if (!free_.empty()) {
-      m = free_.back();
-      free_.pop_back();
-    } else {
-      m = static_cast<int>(movers_.size());
-      movers_.emplace_back();
-    }
+    const int m = take(movers_, free_);
     {
       Moving& mv = movers_[static_cast<std::size_t>(m)];
       mv.flow = id;
@@ -170,9 +162,7 @@ class Run {
         g = bundles_[static_cast<std::size_t>(from)].group;
       else if (from < 0 && fresh_group_ < groups_used_)
         g = fresh_group_;
-      if (g < groups_used_) {
-        while (g < groups_used_ && (groups_[g].from != from || groups_[g].count != count)) ++g;
-      }
+      while (g < groups_used_ && (groups_[g].from != from || groups_[g].count != count)) ++g;
       if (g == groups_used_) {
         if (groups_.size() == groups_used_) groups_.emplace_back();
         groups_[g].from = from;
@@ -230,21 +220,25 @@ class Run {
     free_.push_back(m);
   }
 
-  int new_bundle() {
-    int b;
-    if (!free_bundles_.empty()) {
-      b = free_bundles_.back();
-      free_bundles_.pop_back();
-    } else {
-      b = static_cast<int>(bundles_.size());
-      bundles_.emplace_back();
+  /// The last index freed, or a new one: the order a fresh run's vector would grow in.
+  template <typename T>
+  static int take(std::vector<T>& all, std::vector<int>& free) {
+    if (free.empty()) {
+      all.emplace_back();
+      return static_cast<int>(all.size() - 1);
     }
+    const int i = free.back();
+    free.pop_back();
+    return i;
+  }
+
+  int new_bundle() {
+    const int b = take(bundles_, free_bundles_);
     Bundle& n = bundles_[static_cast<std::size_t>(b)];
     n.seen = n.grouping = 0;
     n.cap = n.load = 0;
     n.bottleneck_of = 0;
     n.sig_a = n.sig_b = 0;
-    n.live = true;
     n.on.clear();
     n.members.clear();
     n.caps.clear();
@@ -257,7 +251,6 @@ class Run {
     for (LinkDir l : d.members) link_[static_cast<std::size_t>(l)].bundle = -1;
     d.members.clear();
     d.caps.clear();
-    d.live = false;
     free_bundles_.push_back(b);
   }
 
@@ -275,7 +268,6 @@ class Run {
       if (mv.bottleneck == gone) mv.bottleneck = kept;
       remove_entry(o.moving, static_cast<std::size_t>(o.position));
     }
-    g.live = false;
     free_bundles_.push_back(gone);
     return kept;
   }
@@ -389,7 +381,7 @@ class Run {
     // shared uplink) ends once it has met them all, and is skipped where there are none.
     for (int b : dirty_) {
       const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
-      if (!bundle.live) continue;  // dissolved or merged since
+      if (bundle.members.empty()) continue;  // dissolved or merged since
       int left = bundle.bottleneck_of;
       for (auto o = bundle.on.begin(); left > 0 && o != bundle.on.end(); ++o)
         if (movers_[static_cast<std::size_t>(o->moving)].bottleneck == b) {
