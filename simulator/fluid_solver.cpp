@@ -521,12 +521,29 @@ class Run {
   void pull_unsettled(std::uint64_t region) {
     constexpr double kSlack = 1e-9;
     pulled_.clear();
+    // The flows fixed at one bundle share its level (up to rounding): each bottleneck is scanned
+    // once, against the lowest of them, which pulls what scanning it for each would. Why: a
+    // ring's channels share their bottleneck, and a scan per channel grew as dp^3 at 98K.
+    const std::uint64_t lowest = ++mark_;
     for (int m : region_) {
       const Moving& mv = movers_[static_cast<std::size_t>(m)];
-      const double mine = level(mv, true) * (1 + kSlack);
-      for (const OnBundle& o : bundles_[static_cast<std::size_t>(mv.new_bottleneck)].on) {
+      Bundle& b = bundles_[static_cast<std::size_t>(mv.new_bottleneck)];
+      const double mine = level(mv, true);
+      if (b.floor_mark != lowest) {
+        b.floor_mark = lowest;
+        b.floor = mine;
+      } else {
+        b.floor = std::min(b.floor, mine);
+      }
+    }
+    for (int m : region_) {
+      Bundle& b = bundles_[static_cast<std::size_t>(movers_[static_cast<std::size_t>(m)].new_bottleneck)];
+      if (b.floor_mark != lowest) continue;  // scanned already
+      b.floor_mark = 0;
+      const double bar = b.floor * (1 + kSlack);
+      for (const OnBundle& o : b.on) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
-        if (g.region != region && level(g, false) > mine) pulled_.push_back(o.moving);
+        if (g.region != region && level(g, false) > bar) pulled_.push_back(o.moving);
       }
     }
     for (int b : region_bundles_) {
