@@ -57,8 +57,7 @@ struct Bundle {
   int region_bottlenecks = 0;  // of which in the region (their old bottleneck)
   std::uint64_t grouping = 0;  // the start that last grouped links of it
   std::size_t group = 0;       // that start's first group of its links
-  std::uint64_t floor_mark = 0;  // of one growth step: `floor` is set
-  double floor = 0;              // the lowest level of the region flows it is the bottleneck of
+  double floor = 0;            // of a growth step: the lowest level of the region flows it binds
   std::uint64_t sig_a = 0, sig_b = 0;         // two independent sums over its (flow, listings)
   std::vector<OnBundle> on;                   // its flows
   std::vector<LinkDir> members;               // its links

@@ -523,25 +523,24 @@ class Run {
     pulled_.clear();
     // The flows fixed at one bundle share its level (up to rounding): each bottleneck is scanned
     // once, against the lowest of them, which pulls what scanning it for each would. Why: a
-    // ring's channels share their bottleneck, and a scan per channel grew as dp^3 at 98K.
+    // ring's channels share their bottleneck, and a scan per channel grew faster than dp^2.
     const std::uint64_t lowest = ++mark_;
+    bottlenecks_.clear();
     for (int m : region_) {
       const Moving& mv = movers_[static_cast<std::size_t>(m)];
       Bundle& b = bundles_[static_cast<std::size_t>(mv.new_bottleneck)];
-      const double mine = level(mv, true);
-      if (b.floor_mark != lowest) {
-        b.floor_mark = lowest;
-        b.floor = mine;
+      if (b.seen != lowest) {
+        b.seen = lowest;
+        b.floor = level(mv, true);
+        bottlenecks_.push_back(mv.new_bottleneck);
       } else {
-        b.floor = std::min(b.floor, mine);
+        b.floor = std::min(b.floor, level(mv, true));
       }
     }
-    for (int m : region_) {
-      Bundle& b = bundles_[static_cast<std::size_t>(movers_[static_cast<std::size_t>(m)].new_bottleneck)];
-      if (b.floor_mark != lowest) continue;  // scanned already
-      b.floor_mark = 0;
-      const double bar = b.floor * (1 + kSlack);
-      for (const OnBundle& o : b.on) {
+    for (int b : bottlenecks_) {
+      const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
+      const double bar = bundle.floor * (1 + kSlack);
+      for (const OnBundle& o : bundle.on) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
         if (g.region != region && level(g, false) > bar) pulled_.push_back(o.moving);
       }
@@ -597,7 +596,7 @@ class Run {
   std::size_t groups_used_ = 0;
   std::size_t fresh_group_ = std::numeric_limits<std::size_t>::max();  // the first group of links in no bundle
   std::uint64_t grouping_ = 0;  // which start is grouping links
-  std::vector<int> dirty_, region_bundles_, risen_;
+  std::vector<int> dirty_, region_bundles_, risen_, bottlenecks_;
   std::vector<std::pair<double, int>> heap_;
   std::vector<int> region_, pulled_, started_;
 };
