@@ -22,7 +22,7 @@ FlowId overlap_phase(FlowGraph& graph, PassChain& chain, const PassShape& waits,
     Flow step = timer_flow(gpu, joined ? 0 : p.duration_s);
     step.after = {at};
     const FlowId id = graph.add(std::move(step));
-    if (joined) chain.collectives.push_back({index, at, id, p.ep_traffic});
+    if (joined) chain.collectives.push_back({index, at, id, p.ep_traffic, 0});
     at = id;
     ++index;
   }

@@ -26,7 +26,7 @@ const FlowGraph& IterationBuilder::build() {
   reserve_flows();
   for (int d : simulated_)
     for (int r = 0; r < shape.stages && d > 0; ++r) add_rank_passes(d, r);
-  add_ep_exchanges();
+  add_cross_unit_waits();
   add_transfers();
   for (int d : simulated_) {
     add_embedding_sync(d);

@@ -66,6 +66,9 @@ struct IterationResult {
   /// The same for MoE all-to-alls (dispatch and combine over each expert-parallel group); empty
   /// where they cross no replicas.
   std::string ep_all_to_alls;
+  /// The same for ZeRO-2/3's per-layer collectives (gradient reduce-scatters, ZeRO-3's parameter
+  /// all-gathers over each data-parallel group); empty without them.
+  std::string zero_collectives;
   FoldMode fold = FoldMode::assume;  // how replicas were folded
 };
 

@@ -141,17 +141,19 @@ class IterationBuilder {
   /// run them in place reuse it).
   std::vector<OwnFlow> group_flows(int rank, CommGroup kind, const std::vector<int>& group);
 
-  /// TP collectives, CP exchanges and MoE all-to-alls each keep their alone times where no link of
-  /// any of their groups carries other traffic of the job (traffic_isolation.hpp), the other kinds
-  /// included; elsewhere they run in place. ZeRO's per-layer collectives stay out of the proof:
-  /// they are timed alone (README). MoE all-to-alls in place join the replicas of an
-  /// expert-parallel group, which then fold only as a whole (onto another group's replicas).
+  /// TP collectives, CP exchanges, MoE all-to-alls and ZeRO-2/3's per-layer collectives each keep
+  /// their alone times where no link of any of their groups carries other traffic of the job
+  /// (traffic_isolation.hpp), the other kinds included; elsewhere they run in place. MoE
+  /// all-to-alls in place join the replicas of an expert-parallel group, which then fold only as a
+  /// whole (onto another group's replicas); ZeRO's in place join every replica, and their flows
+  /// are shared traffic to the fold, as the gradient rings are.
   void place_unit_collectives(FoldInput& traffic);
 
-  /// Every MoE all-to-all in place: per pipeline rank, expert-parallel group of simulated replicas
-  /// and pass, the flows of its groups start once every unit has reached it and every unit goes on
-  /// once they all end (a synchronous all-to-all waits for its slowest member).
-  void add_ep_exchanges();
+  /// Every MoE all-to-all and ZeRO collective in place: per pipeline rank and pass, the flows of
+  /// its groups (an expert-parallel group of replicas' units; every data-parallel group of the rank)
+  /// start once every simulated unit it spans has reached it, and every such unit goes on once they
+  /// all end (a synchronous collective waits for its slowest member).
+  void add_cross_unit_waits();
 
   /// Room for the whole graph before it grows: a whole-cluster graph is millions of flows, and
   /// growing by doubling would move every one several times. Reserved pages that stay unused are
@@ -262,9 +264,9 @@ class IterationBuilder {
   std::vector<FlowId> rank_last_, optimizer_, rank_end_;  // by unit
   std::map<FlowId, FlowId> next_step_;  // a rank's step -> its next
   std::map<std::tuple<int, bool, int>, int> pass_rank_;  // (model stage, forward?, microbatch) -> its pipeline rank
-  bool tp_in_place_ = false, cp_in_place_ = false, ep_in_place_ = false;
+  bool tp_in_place_ = false, cp_in_place_ = false, ep_in_place_ = false, zero_in_place_ = false;
   bool shares_fabric_ = false;
-  std::string tp_placement_, cp_placement_, ep_placement_;
+  std::string tp_placement_, cp_placement_, ep_placement_, zero_placement_;
   int fold_block_ = 1;  // replicas the fold maps as one: an expert-parallel group's, in place
   std::map<FlowId, std::pair<FlowId, Seconds>> chain_entry_;  // a pass in place: last step -> (entry, planned time)
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)

@@ -65,40 +65,48 @@ void IterationBuilder::add_rank_passes(int replica, int rank) {
   }
 }
 
-void IterationBuilder::add_ep_exchanges() {
-  if (!ep_in_place_) return;
+void IterationBuilder::add_cross_unit_waits() {
+  if (!ep_in_place_ && !zero_in_place_) return;
   const int ep = ep_replicas();
   std::map<std::size_t, std::vector<const Step*>> of_unit;  // each unit's passes, in order
   for (const Step& step : steps_) of_unit[unit(step.replica, step.rank)].push_back(&step);
-  for (int d : simulated_) {
-    if (d % ep != 0) continue;  // an expert-parallel group is simulated whole, from its first replica
-    const int block = d / ep;
+  for (int d : simulated_)
     for (int r = 0; r < ranks(); ++r) {
-      const std::vector<std::vector<int>> groups = ep_groups(block, r);
       const std::vector<const Step*>& first = of_unit.at(unit(d, r));
+      const std::vector<std::vector<int>> ep_of_block = ep_in_place_ && d % ep == 0 ? ep_groups(d / ep, r)
+                                                                                    : std::vector<std::vector<int>>{};
       for (std::size_t k = 0; k < first.size(); ++k) {
         if (!first[k]->chain) continue;  // every replica's pass k is alike: in place in all or none
         const PassChain& chain = *first[k]->chain;
         for (std::size_t c = 0; c < chain.collectives.size(); ++c) {
-          const int traffic = chain.collectives[c].ep_traffic;
-          if (traffic < 0) continue;
-          auto of_replica = [&](int e) -> const PassChain::Collective& {
-            return of_unit.at(unit(e, r))[k]->chain->collectives[c];
-          };
+          const PassChain::Collective& wait = chain.collectives[c];
+          const Part* zero = wait.ep_traffic < 0 && !chain.fb_unit ? &first[k]->shape->parts[wait.part] : nullptr;
+          if (zero && zero->kind != SegmentKind::dp_comm) continue;
+          // An expert-parallel group is simulated whole and joined from its first replica; a ZeRO
+          // collective joins every simulated replica (the folded ones are their images).
+          std::vector<int> replicas;
+          if (!zero && d % ep == 0)
+            for (int e = d; e < d + ep; ++e) replicas.push_back(e);
+          if (zero && d == simulated_.front()) replicas = simulated_;
+          if (replicas.empty()) continue;
           std::vector<FlowId> reached;
-          for (int e = d; e < d + ep; ++e) reached.push_back(of_replica(e).head);
+          for (int e : replicas) reached.push_back(of_unit.at(unit(e, r))[k]->chain->collectives[c].head);
           const FlowId all_there = join(gpu(d, r, 0), reached);
           std::vector<FlowId> flows;
+          const auto& groups = !zero ? ep_of_block
+                               : zero->group == CommGroup::expert_dp ? expert_groups_[static_cast<std::size_t>(r)]
+                                                                     : dp_groups_[static_cast<std::size_t>(r)];
           for (const auto& group : groups) {
-            const auto ids = append_after(graph_, in_place_flows_.traffic(traffic, group), all_there);
+            const FlowGraph& lowered =
+                zero ? in_place_flows_.collective(zero->collective, group) : in_place_flows_.traffic(wait.ep_traffic, group);
+            const auto ids = append_after(graph_, lowered, all_there);
             flows.insert(flows.end(), ids.begin(), ids.end());
           }
           const FlowId done = flows.empty() ? all_there : join(gpu(d, r, 0), std::move(flows));
-          for (int e = d; e < d + ep; ++e) graph_.flows[of_replica(e).join].after.push_back(done);
+          for (int e : replicas) graph_.flows[of_unit.at(unit(e, r))[k]->chain->collectives[c].join].after.push_back(done);
         }
       }
     }
-  }
 }
 
 void IterationBuilder::add_transfers() {

@@ -88,6 +88,7 @@ UnitGroups IterationBuilder::unit_groups(int replica, int rank) const {
   if (tp_in_place_) out.tp = tp_groups(replica, rank);
   if (cp_in_place_) out.cp = cp_groups(replica, rank);
   out.ep_in_place = ep_in_place_;
+  out.zero_in_place = zero_in_place_;
   return out;
 }
 
@@ -173,14 +174,35 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
         ep.timed_as.push_back(0);
         ep.replica_of.push_back(b * ep_replicas());
       }
+  // ZeRO-2/3's per-layer collectives over every data-parallel group of each rank (dense weights',
+  // routed experts'), each timed alone on its rank's first group (TP position 0's).
+  KindFlows zero;
+  for (int r = 0; r < ranks() && plan_.zero_stage >= 2; ++r)
+    for (auto [groups, kind] : {std::pair(&dp_groups_[static_cast<std::size_t>(r)], CommGroup::dp),
+                                std::pair(&expert_groups_[static_cast<std::size_t>(r)], CommGroup::expert_dp)}) {
+      const std::size_t first = zero.groups.size();
+      for (const auto& group : *groups) {
+        std::vector<OwnFlow> flows = group_flows(r, kind, group);
+        if (flows.empty()) continue;
+        for (int gpu : group) zero.leaves_node |= cluster.node_of_gpu(gpu) != cluster.node_of_gpu(group.front());
+        zero.timed_as.push_back(first);
+        zero.groups.push_back(std::move(flows));
+      }
+    }
   // Each kind keeps its alone time only where nothing else, the other kinds included, meets it.
+  // The gradient rings (traffic.shared) cross the same data-parallel groups as ZeRO's collectives:
+  // under ZeRO-3 they stand for nothing (it reduces and gathers only layer by layer); under ZeRO-2
+  // they are the updated parameters' all-gather, which one rank runs while another may still
+  // reduce-scatter, so they count.
+  const bool zero_meets_shared = plan_.zero_stage < 3;
   auto decide = [&](const KindFlows& kind, std::vector<const KindFlows*> other_kinds, TpPlacement asked,
-                    const std::string& what, bool& in_place, std::string& placement) {
+                    const std::string& what, bool& in_place, std::string& placement, bool with_shared = true) {
     if (kind.groups.empty()) return;
     std::vector<const std::vector<LinkDir>*> others;
     for (const auto& own : traffic.copies)
       for (const OwnFlow& f : own) others.push_back(&f.links);
-    for (const auto& links : traffic.shared) others.push_back(&links);
+    if (with_shared)
+      for (const auto& links : traffic.shared) others.push_back(&links);
     for (const KindFlows* other : other_kinds)
       for (const auto& group : other->groups)
         for (const OwnFlow& f : group) others.push_back(&f.links);
@@ -196,9 +218,13 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
     if (asked != TpPlacement::automatic) placement += " (as asked)";
     placement += iso.isolated ? ": no link of a " + what + " group carries other traffic (proven)" : ": " + iso.why + more;
   };
-  decide(tp, {&cp, &ep}, plan_.placement.tp, "TP", tp_in_place_, tp_placement_);
-  decide(cp, {&tp, &ep}, plan_.placement.cp, "CP", cp_in_place_, cp_placement_);
-  decide(ep, {&tp, &cp}, plan_.placement.ep, "EP", ep_in_place_, ep_placement_);
+  decide(tp, {&cp, &ep, &zero}, plan_.placement.tp, "TP", tp_in_place_, tp_placement_);
+  decide(cp, {&tp, &ep, &zero}, plan_.placement.cp, "CP", cp_in_place_, cp_placement_);
+  decide(ep, {&tp, &cp, &zero}, plan_.placement.ep, "EP", ep_in_place_, ep_placement_);
+  decide(zero, {&tp, &cp, &ep}, plan_.placement.zero, "ZeRO", zero_in_place_, zero_placement_, zero_meets_shared);
+  if (zero_in_place_)  // every replica's: the fold maps links so that they cross images as often
+    for (const auto& group : zero.groups)
+      for (const OwnFlow& f : group) traffic.shared.push_back(f.links);
   // In place, a unit's collectives are its replica's own traffic, which the fold must see.
   if (plan_.fold == FoldMode::none) return;
   for (auto [kind, in_place] : {std::pair(&tp, tp_in_place_), std::pair(&cp, cp_in_place_)})

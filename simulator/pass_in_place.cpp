@@ -10,6 +10,7 @@ bool runs_in_place(const Part& part, const UnitGroups& groups) {
   if (part.ep_traffic >= 0) return groups.ep_in_place;
   if (part.ring_traffic >= 0) return groups.cp_in_place;
   if (part.collective < 0) return false;
+  if (part.kind == SegmentKind::dp_comm) return groups.zero_in_place;
   return part.group == CommGroup::cp ? groups.cp_in_place : groups.tp_in_place;
 }
 
@@ -78,16 +79,23 @@ PassChain add_pass_in_place(FlowGraph& graph, InPlaceFlows& flows, const PassSha
   // The compute between collectives, as timers; a part that keeps its alone time is one of them.
   // The compute that hides a collective runs beside it (a timer next to its flows), so it comes
   // off the timers, the latest first: in a backward the weight gradient that hides the input
-  // gradient's all-reduce follows it.
+  // gradient's all-reduce follows it. A chain hides no more than its compute, the earlier
+  // collectives first: timed alone, a TP collective and a ZeRO one may each count the same compute
+  // as hiding them.
   std::vector<Seconds> compute{0};
-  Seconds hidden = 0;
   for (const Part& p : shape.parts) {
-    if (!runs_in_place(p, groups)) {
-      compute.back() += p.duration_s;
-    } else {
-      hidden += p.steps * p.hidden_s;
-      compute.push_back(0);
-    }
+    if (!runs_in_place(p, groups)) compute.back() += p.duration_s;
+    else compute.push_back(0);
+  }
+  Seconds hidden = 0, budget = 0;
+  for (Seconds c : compute) budget += c;
+  std::vector<Seconds> hidden_per_step;  // by in-place part
+  for (const Part& p : shape.parts) {
+    if (!runs_in_place(p, groups)) continue;
+    const Seconds whole = p.steps * p.hidden_s, used = std::min(whole, budget);
+    hidden_per_step.push_back(used == whole ? p.hidden_s : used / p.steps);
+    hidden += used;
+    budget -= used;
   }
   for (auto it = compute.rbegin(); it != compute.rend() && hidden > 0; ++it) {
     const Seconds cut = std::min(*it, hidden);
@@ -107,19 +115,21 @@ PassChain add_pass_in_place(FlowGraph& graph, InPlaceFlows& flows, const PassSha
     // attention compute, the next step after both.
     for (int step = 0; step < p.steps; ++step) {
       Flow join = timer_flow(gpu, 0);
-      Flow beside = timer_flow(gpu, p.hidden_s);
+      Flow beside = timer_flow(gpu, hidden_per_step[next - 1]);
       beside.after = {head};
       join.after.push_back(graph.add(std::move(beside)));
       const bool cp = p.ring_traffic >= 0 || p.group == CommGroup::cp;
-      static const std::vector<std::vector<int>> across_units;  // an all-to-all's: joined later
-      for (const auto& group : p.ep_traffic >= 0 ? across_units : cp ? groups.cp : groups.tp) {
+      static const std::vector<std::vector<int>> across_units;  // an all-to-all's or ZeRO's: joined later
+      for (const auto& group : p.ep_traffic >= 0 || p.kind == SegmentKind::dp_comm ? across_units
+                               : cp                                               ? groups.cp
+                                                                                  : groups.tp) {
         const auto ids = append_after(
             graph, p.ring_traffic >= 0 ? flows.traffic(p.ring_traffic, group) : flows.collective(p.collective, group), head);
         join.after.insert(join.after.end(), ids.begin(), ids.end());
       }
       head = graph.add(std::move(join));
     }
-    chain.collectives.push_back({i, first, head, p.ep_traffic});
+    chain.collectives.push_back({i, first, head, p.ep_traffic, hidden_per_step[next - 1]});
     Flow rest = timer_flow(gpu, compute[next++]);
     rest.after = {head};
     head = graph.add(std::move(rest));
@@ -150,7 +160,7 @@ std::vector<Part> realized_parts(const PassShape& shape, const PassChain& chain,
   }
   for (const PassChain::Collective& c : chain.collectives) {
     Part& p = parts[c.part];
-    p.duration_s = std::max(0.0, finish[c.join] - finish[c.head] - p.steps * p.hidden_s);
+    p.duration_s = std::max(0.0, finish[c.join] - finish[c.head] - p.steps * c.hidden_s);
   }
   return parts;
 }

@@ -1,14 +1,15 @@
 #pragma once
-// A pass whose TP collectives, context-parallel exchanges or MoE all-to-alls run in place among the
-// job's other traffic, rather than timed alone: where a group's links also carry pipeline,
-// data-parallel or another kind's flows (traffic_isolation.hpp). The pass becomes a chain on its
-// unit's GPUs: its compute as timers, and each such collective as the flows of every TP (or CP)
-// group of the unit, lowered with the (algorithm, protocol) that was fastest alone, beside a timer
-// of the compute that hides it; a ring-attention exchange is its steps one after another, each
-// beside its share of the attention compute; an all-to-all, a wait that the builder joins to its
-// expert-parallel group's flows across units. The chain takes the pass's compute plus, per
-// collective (per step), max(0, its time in place - hidden): what the one timed step takes with
-// the alone time, so a collective that meets nothing gives the same result.
+// A pass whose TP collectives, context-parallel exchanges, MoE all-to-alls or ZeRO collectives run
+// in place among the job's other traffic, rather than timed alone: where a group's links also carry
+// pipeline, data-parallel or another kind's flows (traffic_isolation.hpp). The pass becomes a chain
+// on its unit's GPUs: its compute as timers, and each such collective as the flows of every TP (or
+// CP) group of the unit, lowered with the (algorithm, protocol) that was fastest alone, beside a
+// timer of the compute that hides it; a ring-attention exchange is its steps one after another,
+// each beside its share of the attention compute; an all-to-all (a ZeRO collective), a wait that
+// the builder joins to its expert-parallel (data-parallel) groups' flows across units. The chain
+// takes the pass's compute plus, per collective (per step), max(0, its time in place - hidden):
+// what the one timed step takes with the alone time, so a collective that meets nothing gives the
+// same result.
 #include <map>
 #include <tuple>
 #include <vector>
@@ -25,6 +26,7 @@ struct PassChain {
     FlowId head;       // the step it starts after
     FlowId join;       // its (last step's) flows and hiding compute both done
     int ep_traffic;    // an MoE all-to-all, whose flows the builder joins across units; else -1
+    Seconds hidden_s = 0;  // the compute beside each step: the part's, unless the chain ran out of it
   };
   std::vector<Collective> collectives;
   /// An F&B unit (add_fb_unit_in_place): its entry is a zero-time step, and what exceeds its
@@ -62,6 +64,10 @@ class InPlaceFlows {
 struct UnitGroups {
   std::vector<std::vector<int>> tp, cp;
   bool tp_in_place = false, cp_in_place = false, ep_in_place = false;
+  /// ZeRO-2/3's per-layer collectives span every replica: like an all-to-all in place, the chain
+  /// leaves a wait (beside the compute that hides it) that the builder joins to the data-parallel
+  /// groups' flows.
+  bool zero_in_place = false;
 };
 
 /// Adds `shape` as a chain on GPU `gpu`, its collectives that run in place over `groups`; the

@@ -74,6 +74,19 @@ Seconds PassTimes::zero_time(int rank, const Segment& s) {
   return std::max(0.0, collective_time(rank, s, group) - s.hidden_s);
 }
 
+/// The ZeRO collectives of one layer share its compute and their NIC: what one hides is not there to
+/// hide the next (ZeRO-3's backward all-gather and reduce-scatter, MoE's dense and expert ones), so
+/// they show max(0, their sum - compute) between them, as FSDP's concurrent streams would.
+Seconds zero_hidden_s(Seconds comm_s, Seconds planned_hidden_s, Seconds& used_s) {
+  const Seconds left = std::max(0.0, planned_hidden_s - used_s);
+  used_s += std::min(comm_s, left);
+  return left;
+}
+
+Seconds PassTimes::zero_hidden_s(int rank, const Segment& s, Seconds& used_s) {
+  return clustersim::zero_hidden_s(comm_time(rank, s), s.hidden_s, used_s);
+}
+
 int PassTimes::tp_choice(int rank, const Segment& s) { return collective_choice(rank, s, plan_.tp_group[rank]); }
 
 std::vector<int> PassTimes::choices_of(int rank, CommGroup group) const {
@@ -170,8 +183,17 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
   if (kind == PassKind::backward_input) lists = {&sp.backward_input};
   if (kind == PassKind::backward_weight) lists = {&sp.backward_weight};
   PassShape shape;
+  std::map<int, Seconds> zero_hiding;  // layer -> compute its ZeRO collectives have hidden under
+  Segment zero;
   for (const auto* segments : lists)
-    for (const Segment& s : *segments) {
+    for (const Segment& planned : *segments) {
+      const Segment* at = &planned;
+      if (planned.kind == SegmentKind::dp_comm) {
+        zero = planned;
+        zero.hidden_s = zero_hidden_s(rank, planned, zero_hiding[planned.layer]);
+        at = &zero;
+      }
+      const Segment& s = *at;
       const Seconds d = s.kind == SegmentKind::tp_comm   ? tp_time(rank, s, kind == PassKind::backward)
                         : s.kind == SegmentKind::ep_comm ? traffic_time(s.traffic)
                         : s.kind == SegmentKind::cp_comm ? cp_time(rank, s)
@@ -194,6 +216,11 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
         part.hidden_s = hiding_s(s, kind == PassKind::backward);
       }
       if (s.kind == SegmentKind::cp_comm && s.traffic < 0) part.collective = collective_choice(rank, s, plan_.cp_group[rank]);
+      if (s.kind == SegmentKind::dp_comm) {
+        part.collective = collective_choice(rank, s, s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank]);
+        // On its own stream it overlaps only as much compute as it lasts: the next one starts there.
+        part.hidden_s = std::min(s.hidden_s, comm_time(rank, s));
+      }
       if (s.kind == SegmentKind::cp_comm && s.traffic >= 0 && !plan_.free_communication) {
         part.ring_traffic = s.traffic;
         part.steps = s.repeat;
@@ -228,7 +255,7 @@ const PassShape& PassTimes::slowed(const PassShape& shape, double speed) {
   for (Part part : shape.parts) {
     if (!is_wait(part.kind)) {
       part.duration_s /= speed;
-    } else if (part.collective >= 0) {
+    } else if (part.collective >= 0 && part.kind != SegmentKind::dp_comm) {  // ZeRO's keep their times
       part.hidden_s /= speed;
       part.duration_s = std::max(0.0, choice(part.collective).alone_s - part.hidden_s);
     } else if (part.ring_traffic >= 0) {  // each step beside slower attention compute

@@ -25,8 +25,9 @@ struct Part {
   /// A wait: the share of the GPU's SMs its communication kernel holds while it runs, what it takes
   /// from compute that an F&B unit runs beside it.
   double sm_share = 0;
-  /// A collective over the unit's TP or CP groups (`group`): its index in PassTimes::choice (-1 for
-  /// anything else), and the compute beside it that hides it (duration_s = max(0, alone - hidden)).
+  /// A collective over the unit's TP or CP groups, or ZeRO's over its data-parallel groups (`group`):
+  /// its index in PassTimes::choice (-1 for anything else), and the compute beside it that hides it
+  /// (duration_s = max(0, alone - hidden)).
   int collective = -1;
   Seconds hidden_s = 0;
   /// A ring-attention step: its traffic (IterationPlan::traffic, -1 for anything else), run `steps`
@@ -62,6 +63,10 @@ struct CollectiveChoice {
 /// max(comm_s, compute_s + sm_share x comm_s) together. What this adds beyond the compute and the
 /// communication's own exposed max(0, comm_s - compute_s); 0 with nothing beside it.
 Seconds interference_s(Seconds comm_s, Seconds compute_s, double sm_share);
+
+/// What a ZeRO collective of `comm_s` planned under `planned_hidden_s` of its layer's compute finds
+/// left to hide it, once the layer's earlier ZeRO collectives have used `used_s` of it (updated).
+Seconds zero_hidden_s(Seconds comm_s, Seconds planned_hidden_s, Seconds& used_s);
 
 /// A pass's steps back to back on the compute stream, and their total.
 struct PassShape {
@@ -106,7 +111,7 @@ class PassTimes {
   /// The TP collective `s` of `rank` as timed alone (-1 if it takes no time: no bytes, a group of one).
   int tp_choice(int rank, const Segment& s);
   const CollectiveChoice& choice(int index) const { return choices_[static_cast<std::size_t>(index)]; }
-  /// Every choice made for `rank`'s collectives over `group` (TP or CP) so far.
+  /// Every choice made for `rank`'s collectives over `group` (TP, CP, or ZeRO's DP or expert DP) so far.
   std::vector<int> choices_of(int rank, CommGroup group) const;
   /// A traffic (an all-to-all or a ring step) over `gpus` in place of the GPUs it was planned on,
   /// position for position: the flows its alone time comes from.
@@ -117,6 +122,7 @@ class PassTimes {
   double sm_share(const Segment& s) const;
   Seconds cp_time(int rank, const Segment& s);
   Seconds zero_time(int rank, const Segment& s);
+  Seconds zero_hidden_s(int rank, const Segment& s, Seconds& used_s);
   Seconds comm_time(int rank, const Segment& s);
   Bytes traffic_bytes(int traffic) const;
   Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group);

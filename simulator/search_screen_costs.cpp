@@ -115,7 +115,8 @@ const RawCosts& Screen::State::raw_costs(const Configuration& c) {
 
 std::pair<Seconds, Seconds> Screen::State::timed(const RawCosts& raw, const std::vector<Segment>& list, bool weight_in_pass,
                                                  const std::vector<int>& tp_group, const std::vector<int>& cp_group,
-                                                 const std::vector<int>& dp_group, const std::vector<int>& expert_group) {
+                                                 const std::vector<int>& dp_group, const std::vector<int>& expert_group,
+                                                 std::map<int, Seconds>& zero_hiding) {
   Seconds total = 0, waits = 0;
   for (const Segment& s : list) {
     Seconds d = s.duration_s, comm = 0, hidden = s.hidden_s;
@@ -152,7 +153,8 @@ std::pair<Seconds, Seconds> Screen::State::timed(const RawCosts& raw, const std:
         break;
       case SegmentKind::dp_comm:
         comm = collective_s(s.tp_op, s.group == CommGroup::expert_dp ? expert_group : dp_group, s.tp_bytes, base.nccl_tuner);
-        d = std::max(0.0, comm - s.hidden_s);
+        hidden = zero_hidden_s(comm, s.hidden_s, zero_hiding[s.layer]);
+        d = std::max(0.0, comm - hidden);
         break;
       default:
         break;
@@ -167,12 +169,16 @@ std::pair<Seconds, Seconds> Screen::State::timed(const RawCosts& raw, const std:
 PassCost Screen::State::pass_cost(const RawCosts& raw, const SegmentLists& l, const std::vector<int>& tp,
                                   const std::vector<int>& cp, const std::vector<int>& dp, const std::vector<int>& ex) {
   PassCost c;
-  std::tie(c.f, c.f_wait) = timed(raw, l.f, false, tp, cp, dp, ex);
-  const auto [bi_full, bi_full_wait] = timed(raw, l.bi, true, tp, cp, dp, ex);
-  std::tie(c.bi, c.bi_wait) = timed(raw, l.bi, false, tp, cp, dp, ex);
-  std::tie(c.w, c.w_wait) = timed(raw, l.bw, false, tp, cp, dp, ex);
-  c.b = bi_full + c.w;
-  c.b_wait = bi_full_wait + c.w_wait;
+  std::map<int, Seconds> f_zero, b_zero, bi_zero, w_zero;  // each pass's own: a whole backward's lists share one
+  std::tie(c.f, c.f_wait) = timed(raw, l.f, false, tp, cp, dp, ex, f_zero);
+  const auto [bi_full, bi_full_wait] = timed(raw, l.bi, true, tp, cp, dp, ex, b_zero);
+  std::tie(c.bi, c.bi_wait) = timed(raw, l.bi, false, tp, cp, dp, ex, bi_zero);
+  std::tie(c.w, c.w_wait) = timed(raw, l.bw, false, tp, cp, dp, ex, w_zero);
+  // The weight gradients after a whole backward's input gradients: only ZeRO's collectives (which
+  // the input gradients' have left less compute to hide) make them differ from a pass of their own.
+  const auto [w_after, w_after_wait] = b_zero.empty() ? std::pair(c.w, c.w_wait) : timed(raw, l.bw, false, tp, cp, dp, ex, b_zero);
+  c.b = bi_full + w_after;
+  c.b_wait = bi_full_wait + w_after_wait;
   return c;
 }
 

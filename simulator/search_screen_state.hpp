@@ -104,10 +104,13 @@ struct Screen::State {
   ScenarioSpec with(const Configuration& c, int pp_override = 0) const;
   /// The per-layer segments of a configuration's (tp, cp, microbatch, recompute, ZeRO, ep), cached.
   const RawCosts& raw_costs(const Configuration& c);
-  /// One list of segments timed as PassTimes::pass times it, with closed-form communication.
+  /// One list of segments timed as PassTimes::pass times it, with closed-form communication;
+  /// `zero_hiding` (layer -> compute its ZeRO collectives have hidden under) carries over to the
+  /// next list of the same pass.
   std::pair<Seconds, Seconds> timed(const RawCosts& raw, const std::vector<Segment>& list, bool weight_in_pass,
                                     const std::vector<int>& tp_group, const std::vector<int>& cp_group,
-                                    const std::vector<int>& dp_group, const std::vector<int>& expert_group);
+                                    const std::vector<int>& dp_group, const std::vector<int>& expert_group,
+                                    std::map<int, Seconds>& zero_hiding);
   PassCost pass_cost(const RawCosts& raw, const SegmentLists& l, const std::vector<int>& tp, const std::vector<int>& cp,
                      const std::vector<int>& dp, const std::vector<int>& ex);
   /// The cached replay (nullptr when the schedule cannot run the shape); its address stays valid.

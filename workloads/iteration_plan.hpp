@@ -39,12 +39,13 @@ const char* to_string(FoldMode mode);
 /// what contention costs.
 enum class TpPlacement { automatic, alone, in_place };
 const char* to_string(TpPlacement placement);
-/// Under whole-cluster replay, where TP collectives, context-parallel exchanges and MoE all-to-alls
-/// are timed.
+/// Under whole-cluster replay, where TP collectives, context-parallel exchanges, MoE all-to-alls and
+/// ZeRO-2/3's per-layer collectives are timed.
 struct Placements {
   TpPlacement tp = TpPlacement::automatic;
   TpPlacement cp = TpPlacement::automatic;
   TpPlacement ep = TpPlacement::automatic;
+  TpPlacement zero = TpPlacement::automatic;
 };
 const char* to_string(SegmentKind kind);
 

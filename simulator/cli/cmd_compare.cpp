@@ -25,13 +25,15 @@ struct CompareOptions {
   std::vector<std::string> schedules, overrides;
   std::string json, csv, svg, kernels, report, catalog, topology_level;
   bool allow_oom = false;
-  std::string fold = "assume", tp_collectives = "auto", cp_exchanges = "auto", ep_all_to_alls = "auto";
+  std::string fold = "assume", tp_collectives = "auto", cp_exchanges = "auto", ep_all_to_alls = "auto",
+              zero_collectives = "auto";
 
-  /// Where TP collectives, CP exchanges and MoE all-to-alls run, as in run (errors name the option).
+  /// Where TP collectives, CP exchanges, MoE all-to-alls and ZeRO's collectives run, as in run (errors
+  /// name the option).
   Placements placements() const {
     const FoldMode f = parse_fold(fold);
     return {parse_placement(tp_collectives, f, "--tp-collectives"), parse_placement(cp_exchanges, f, "--cp-exchanges"),
-            parse_placement(ep_all_to_alls, f, "--ep-all-to-alls")};
+            parse_placement(ep_all_to_alls, f, "--ep-all-to-alls"), parse_placement(zero_collectives, f, "--zero-collectives")};
   }
 };
 
@@ -156,6 +158,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--tp-collectives", o->tp_collectives, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->add_option("--cp-exchanges", o->cp_exchanges, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->add_option("--ep-all-to-alls", o->ep_all_to_alls, "with --fold exact, none or all, as in run: auto, alone, in-place");
+  cmd->add_option("--zero-collectives", o->zero_collectives, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->callback([o] {
     o->placements();  // the options' errors before any row
     check_input_path(o->scenario, "scenario");
@@ -208,6 +211,7 @@ void add_compare_command(CLI::App& app) {
       j["config"]["tp_collectives"] = o->tp_collectives;
       j["config"]["cp_exchanges"] = o->cp_exchanges;
       j["config"]["ep_all_to_alls"] = o->ep_all_to_alls;
+      j["config"]["zero_collectives"] = o->zero_collectives;
       j["config"]["kernels"] = o->kernels.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o->kernels);
       j["scenario"] = scenario.name;
       j["rows"] = nlohmann::ordered_json::array();

@@ -32,6 +32,7 @@ struct RunOptions {
   std::string tp_collectives = "auto";
   std::string cp_exchanges = "auto";
   std::string ep_all_to_alls = "auto";
+  std::string zero_collectives = "auto";
   std::string calibration, catalog;
   int repeat = 1;
   bool fold_given = false;
@@ -136,6 +137,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
   if (!it.tp_collectives.empty()) std::cout << "TP collectives          " << it.tp_collectives << "\n";
   if (!it.cp_exchanges.empty()) std::cout << "CP exchanges            " << it.cp_exchanges << "\n";
   if (!it.ep_all_to_alls.empty()) std::cout << "EP all-to-alls          " << it.ep_all_to_alls << "\n";
+  if (!it.zero_collectives.empty()) std::cout << "ZeRO collectives        " << it.zero_collectives << "\n";
   std::cout << fmt::format("tokens/s                {:>12.0f}\n", r.tokens_per_s);
   std::cout << fmt::format("model TFLOP/s per GPU   {:>12.1f}   (Megatron: executed FLOPs, recompute included)\n",
                            r.model_tflops_per_gpu);
@@ -171,6 +173,7 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   j["config"]["tp_collectives"] = o.tp_collectives;
   j["config"]["cp_exchanges"] = o.cp_exchanges;
   j["config"]["ep_all_to_alls"] = o.ep_all_to_alls;
+  j["config"]["zero_collectives"] = o.zero_collectives;
   j["config"]["allow_oom"] = o.allow_oom;
   j["config"]["kernels"] = o.kernels.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.kernels);
   j["scenario"] = s.name;
@@ -185,6 +188,7 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   if (!r.iteration.tp_collectives.empty()) j["tp_collectives"] = r.iteration.tp_collectives;
   if (!r.iteration.cp_exchanges.empty()) j["cp_exchanges"] = r.iteration.cp_exchanges;
   if (!r.iteration.ep_all_to_alls.empty()) j["ep_all_to_alls"] = r.iteration.ep_all_to_alls;
+  if (!r.iteration.zero_collectives.empty()) j["zero_collectives"] = r.iteration.zero_collectives;
   if (const std::string v = variability_text(s, r); !v.empty())
     j["variability"] = {{"seed", s.variability.seed}, {"summary", v},
                         {"slowest_gpu", r.slowest_gpu}, {"slowest_speed", r.slowest_speed}};
@@ -255,6 +259,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--ep-all-to-alls", o->ep_all_to_alls,
                   "with --fold exact, none or all: the same for MoE dispatch and combine over expert-parallel groups "
                   "that span replicas");
+  cmd->add_option("--zero-collectives", o->zero_collectives,
+                  "with --fold exact, none or all: the same for ZeRO-2/3's per-layer gradient reduce-scatters and "
+                  "parameter all-gathers over the data-parallel groups");
   cmd->add_option("--catalog", o->catalog, "the GPU catalog to read the cluster's GPU from (default: gpus.yaml beside the cluster file or above it)");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate): as the scenario's calibration field, relative to here");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (ours, the default) or simgrid / simgrid-full (SimGrid 3.32, the reference)");
@@ -268,6 +275,7 @@ void add_run_command(CLI::App& app) {
     parse_placement(o->tp_collectives, FoldMode::exact, "--tp-collectives");
     parse_placement(o->cp_exchanges, FoldMode::exact, "--cp-exchanges");
     parse_placement(o->ep_all_to_alls, FoldMode::exact, "--ep-all-to-alls");
+    parse_placement(o->zero_collectives, FoldMode::exact, "--zero-collectives");
     if (trace_ranks->count() > 0 && o->trace.empty())
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
@@ -277,6 +285,7 @@ void add_run_command(CLI::App& app) {
           {!o->trace.empty(), "--trace"}, {!o->report.empty(), "--report"}, {!o->kernels.empty(), "--kernels"},
           {o->repeat > 1, "--repeat"}, {o->fold_given, "--fold"}, {o->tp_collectives != "auto", "--tp-collectives"},
           {o->cp_exchanges != "auto", "--cp-exchanges"}, {o->ep_all_to_alls != "auto", "--ep-all-to-alls"},
+          {o->zero_collectives != "auto", "--zero-collectives"},
           {!o->calibration.empty(), "--calibration"}, {!o->catalog.empty(), "--catalog"}};
       for (const auto& [given, name] : single)
         if (given) jobs.single_job_options.push_back(name);
@@ -309,7 +318,8 @@ void add_run_command(CLI::App& app) {
     }
     const Placements placement{parse_placement(o->tp_collectives, fold, "--tp-collectives"),
                                parse_placement(o->cp_exchanges, fold, "--cp-exchanges"),
-                               parse_placement(o->ep_all_to_alls, fold, "--ep-all-to-alls")};
+                               parse_placement(o->ep_all_to_alls, fold, "--ep-all-to-alls"),
+                               parse_placement(o->zero_collectives, fold, "--zero-collectives")};
     if (o->repeat > 1 && s.variability.gpu_speed.distribution == SpeedDistribution::none && s.variability.flapping.empty())
       throw UserError("command line", 0, "--repeat",
                       "expected a scenario whose variability.gpu_speed draws each GPU's speed from a distribution, "

@@ -98,6 +98,7 @@ nlohmann::ordered_json jobs_json(const JobsScenario& js, const std::vector<JobOu
                          {"tp_collectives", r.together.tp_collectives},
                          {"cp_exchanges", r.together.cp_exchanges},
                          {"ep_all_to_alls", r.together.ep_all_to_alls},
+                         {"zero_collectives", r.together.zero_collectives},
                          {"exposed_dp_s", {{"alone", largest(r.alone, &RankBreakdown::dp_exposed_s)},
                                            {"together", largest(r.together, &RankBreakdown::dp_exposed_s)}}},
                          {"exposed_pp_s", {{"alone", largest(r.alone, &RankBreakdown::pp_exposed_s)},
@@ -136,6 +137,9 @@ void print_jobs(const JobsScenario& js, const std::vector<JobOutcome>& out) {
     if (!r.together.cp_exchanges.empty()) std::cout << fmt::format("CP exchanges of {:<8} {}\n", r.name, r.together.cp_exchanges);
   for (const JobOutcome& r : out)
     if (!r.together.ep_all_to_alls.empty()) std::cout << fmt::format("EP all-to-alls of {:<6} {}\n", r.name, r.together.ep_all_to_alls);
+  for (const JobOutcome& r : out)
+    if (!r.together.zero_collectives.empty())
+      std::cout << fmt::format("ZeRO collectives of {:<4} {}\n", r.name, r.together.zero_collectives);
   // Per job and stage, alone -> together: which waits the other jobs lengthened.
   for (const JobOutcome& r : out) {
     std::cout << fmt::format("# stages of job {} (s, alone -> together; the breakdown of its slowest replica)\n", r.name);

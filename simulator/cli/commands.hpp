@@ -70,7 +70,7 @@ double parse_number(const std::string& text, const std::string& option, double m
 Solver parse_solver(const std::string& text);
 /// --fold: exact, none, all or assume (iteration_plan.hpp).
 FoldMode parse_fold(const std::string& text);
-/// `--tp-collectives`, `--cp-exchanges` or `--ep-all-to-alls` (`option`); anything but auto needs whole-cluster replay
+/// `--tp-collectives`, `--cp-exchanges`, `--ep-all-to-alls` or `--zero-collectives` (`option`); anything but auto needs whole-cluster replay
 /// (a fold other than assume).
 TpPlacement parse_placement(const std::string& text, FoldMode fold, const std::string& option);
 

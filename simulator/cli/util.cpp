@@ -202,6 +202,7 @@ FoldMode parse_fold(const std::string& text) {
 TpPlacement parse_placement(const std::string& text, FoldMode fold, const std::string& option) {
   const std::string what = option == "--cp-exchanges"     ? "CP exchanges"
                            : option == "--ep-all-to-alls" ? "EP all-to-alls"
+                           : option == "--zero-collectives" ? "ZeRO collectives"
                                                           : "TP collectives";
   for (TpPlacement p : {TpPlacement::automatic, TpPlacement::alone, TpPlacement::in_place})
     if (text == to_string(p)) {
