@@ -38,7 +38,7 @@ struct FourToOneLeaves {
   Seconds exchange_s(const std::vector<std::vector<double>>& bytes, const std::vector<std::pair<int, int>>& pairs) const;
 };
 
-/// run's and compare's whole-cluster placement option `option` (--cp-exchanges, --ep-all-to-alls) on
+/// run's and compare's whole-cluster placement option `option` (--tp-collectives, --cp-exchanges, ...) on
 /// `scenario`: a word other than auto, alone or in-place is an error, and so is any of them under the
 /// default fold (assume), which times `what` ("EP all-to-alls") alone; both exit 2 naming the option.
 void check_placement_option_errors(const std::string& scenario, const std::string& option, const std::string& what);

@@ -180,17 +180,7 @@ TEST_CASE("TP groups whose NVLink ports carry data-parallel rings run in place, 
 }
 
 TEST_CASE("run's TP collectives option takes auto, alone or in-place, and only with whole-cluster replay") {
-  const std::string scenario = small_scenario(single_switch_four_nodes());
-  const test::CliResult bad = test::run_cli("run " + scenario + " --fold exact --tp-collectives sometimes");
-  CHECK(bad.exit_code == 2);
-  CHECK(bad.stdout_text.empty());
-  CHECK(bad.stderr_text.find("--tp-collectives: expected auto, alone or in-place, got 'sometimes'") != std::string::npos);
-  for (const std::string& command : {"run " + scenario, "compare " + scenario + " --schedules 1f1b"}) {
-    const test::CliResult assumed = test::run_cli(command + " --tp-collectives in-place");
-    CHECK(assumed.exit_code == 2);
-    CHECK(assumed.stdout_text.empty());
-    CHECK(assumed.stderr_text.find("--tp-collectives: expected --fold exact, none or all as well") != std::string::npos);
-  }
+  test::check_placement_option_errors(small_scenario(single_switch_four_nodes()), "--tp-collectives", "TP collectives");
 }
 
 TEST_CASE("compare replays every GPU under --fold as run does") {
