@@ -80,6 +80,9 @@ void IterationBuilder::add_cross_unit_waits() {
         const PassChain& chain = *first[k]->chain;
         for (std::size_t c = 0; c < chain.collectives.size(); ++c) {
           const PassChain::Collective& wait = chain.collectives[c];
+          auto of_replica = [&](int e) -> const PassChain::Collective& {
+            return of_unit.at(unit(e, r))[k]->chain->collectives[c];
+          };
           const Part* zero = wait.ep_traffic < 0 && !chain.fb_unit ? &first[k]->shape->parts[wait.part] : nullptr;
           if (zero && zero->kind != SegmentKind::dp_comm) continue;
           // An expert-parallel group is simulated whole and joined from its first replica; a ZeRO
@@ -90,7 +93,7 @@ void IterationBuilder::add_cross_unit_waits() {
           if (zero && d == simulated_.front()) replicas = simulated_;
           if (replicas.empty()) continue;
           std::vector<FlowId> reached;
-          for (int e : replicas) reached.push_back(of_unit.at(unit(e, r))[k]->chain->collectives[c].head);
+          for (int e : replicas) reached.push_back(of_replica(e).head);
           const FlowId all_there = join(gpu(d, r, 0), reached);
           std::vector<FlowId> flows;
           const auto& groups = !zero ? ep_of_block
@@ -103,7 +106,7 @@ void IterationBuilder::add_cross_unit_waits() {
             flows.insert(flows.end(), ids.begin(), ids.end());
           }
           const FlowId done = flows.empty() ? all_there : join(gpu(d, r, 0), std::move(flows));
-          for (int e : replicas) graph_.flows[of_unit.at(unit(e, r))[k]->chain->collectives[c].join].after.push_back(done);
+          for (int e : replicas) graph_.flows[of_replica(e).join].after.push_back(done);
         }
       }
     }

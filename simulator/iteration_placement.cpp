@@ -140,6 +140,11 @@ struct KindFlows {
 void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
   if (plan_.free_communication || plan_.fold == FoldMode::assume) return;
   const Cluster& cluster = router_.cluster();
+  auto spans_nodes = [&](const std::vector<int>& group) {
+    for (int gpu : group)
+      if (cluster.node_of_gpu(gpu) != cluster.node_of_gpu(group.front())) return true;
+    return false;
+  };
   const bool ring_steps = !traffics_of(SegmentKind::cp_comm).empty();
   auto gather = [&](CommGroup kind) {
     KindFlows k;
@@ -150,7 +155,7 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
         for (std::size_t g = 0; g < groups.size(); ++g) {
           std::vector<OwnFlow> flows = group_flows(r, kind, groups[g]);
           if (flows.empty()) continue;
-          for (int gpu : groups[g]) k.leaves_node |= cluster.node_of_gpu(gpu) != cluster.node_of_gpu(groups[g].front());
+          k.leaves_node |= spans_nodes(groups[g]);
           if (d == 0 && g == 0) first_of_rank[static_cast<std::size_t>(r)] = k.groups.size();
           // A collective was timed alone on its rank's first group; a ring step on rank 0's.
           k.timed_as.push_back(first_of_rank[static_cast<std::size_t>(kind == CommGroup::cp && ring_steps ? 0 : r)]);
@@ -170,7 +175,7 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
         std::vector<OwnFlow>& flows = ep.groups.emplace_back();
         for (int t : all_to_alls)
           for (const Flow& f : in_place_flows_.traffic(t, group).flows) flows.push_back({f.links, f.latency_s, f.size_bytes});
-        for (int gpu : group) ep.leaves_node |= cluster.node_of_gpu(gpu) != cluster.node_of_gpu(group.front());
+        ep.leaves_node |= spans_nodes(group);
         ep.timed_as.push_back(0);
         ep.replica_of.push_back(b * ep_replicas());
       }
@@ -184,7 +189,7 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
       for (const auto& group : *groups) {
         std::vector<OwnFlow> flows = group_flows(r, kind, group);
         if (flows.empty()) continue;
-        for (int gpu : group) zero.leaves_node |= cluster.node_of_gpu(gpu) != cluster.node_of_gpu(group.front());
+        zero.leaves_node |= spans_nodes(group);
         zero.timed_as.push_back(first);
         zero.groups.push_back(std::move(flows));
       }

@@ -40,11 +40,8 @@ Seconds PassTimes::interference(int rank, const Segment& s, bool weight_in_pass)
       return interference_s(collective_time(rank, s, plan_.tp_group[rank]), hiding_s(s, weight_in_pass), share);
     case SegmentKind::cp_comm:
       return s.traffic < 0 ? 0 : s.repeat * interference_s(traffic_time(s.traffic), s.hidden_s, share);
-    case SegmentKind::dp_comm: {
-      const std::vector<int>& group =
-          s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank];
-      return interference_s(collective_time(rank, s, group), s.hidden_s, share);
-    }
+    case SegmentKind::dp_comm:
+      return interference_s(collective_time(rank, s, zero_group(rank, s)), s.hidden_s, share);
     default:
       return 0;
   }
@@ -69,9 +66,11 @@ Seconds PassTimes::cp_time(int rank, const Segment& s) {
 /// ZeRO-2/3's per-layer collectives run on their own stream, prefetched or overlapped with the
 /// layer's compute: only what that compute does not hide shows.
 Seconds PassTimes::zero_time(int rank, const Segment& s) {
-  const std::vector<int>& group =
-      s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank];
-  return std::max(0.0, collective_time(rank, s, group) - s.hidden_s);
+  return std::max(0.0, collective_time(rank, s, zero_group(rank, s)) - s.hidden_s);
+}
+
+const std::vector<int>& PassTimes::zero_group(int rank, const Segment& s) const {
+  return s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank];
 }
 
 /// The ZeRO collectives of one layer share its compute and their NIC: what one hides is not there to
@@ -81,10 +80,6 @@ Seconds zero_hidden_s(Seconds comm_s, Seconds planned_hidden_s, Seconds& used_s)
   const Seconds left = std::max(0.0, planned_hidden_s - used_s);
   used_s += std::min(comm_s, left);
   return left;
-}
-
-Seconds PassTimes::zero_hidden_s(int rank, const Segment& s, Seconds& used_s) {
-  return clustersim::zero_hidden_s(comm_time(rank, s), s.hidden_s, used_s);
 }
 
 int PassTimes::tp_choice(int rank, const Segment& s) { return collective_choice(rank, s, plan_.tp_group[rank]); }
@@ -157,7 +152,7 @@ Seconds PassTimes::comm_time(int rank, const Segment& s) {
     case SegmentKind::cp_comm:
       return s.traffic < 0 ? collective_time(rank, s, plan_.cp_group[rank]) : s.repeat * traffic_time(s.traffic);
     case SegmentKind::dp_comm:
-      return collective_time(rank, s, s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank]);
+      return collective_time(rank, s, zero_group(rank, s));
     default: return 0;
   }
 }
@@ -190,7 +185,7 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
       const Segment* at = &planned;
       if (planned.kind == SegmentKind::dp_comm) {
         zero = planned;
-        zero.hidden_s = zero_hidden_s(rank, planned, zero_hiding[planned.layer]);
+        zero.hidden_s = zero_hidden_s(comm_time(rank, planned), planned.hidden_s, zero_hiding[planned.layer]);
         at = &zero;
       }
       const Segment& s = *at;
@@ -217,7 +212,7 @@ const PassShape& PassTimes::pass(int rank, int stage, PassKind kind) {
       }
       if (s.kind == SegmentKind::cp_comm && s.traffic < 0) part.collective = collective_choice(rank, s, plan_.cp_group[rank]);
       if (s.kind == SegmentKind::dp_comm) {
-        part.collective = collective_choice(rank, s, s.group == CommGroup::expert_dp ? plan_.expert_dp_group[rank] : plan_.dp_group[rank]);
+        part.collective = collective_choice(rank, s, zero_group(rank, s));
         // On its own stream it overlaps only as much compute as it lasts: the next one starts there.
         part.hidden_s = std::min(s.hidden_s, comm_time(rank, s));
       }

@@ -122,7 +122,8 @@ class PassTimes {
   double sm_share(const Segment& s) const;
   Seconds cp_time(int rank, const Segment& s);
   Seconds zero_time(int rank, const Segment& s);
-  Seconds zero_hidden_s(int rank, const Segment& s, Seconds& used_s);
+  /// The data-parallel group a ZeRO collective of `rank` runs over: dense weights' or routed experts'.
+  const std::vector<int>& zero_group(int rank, const Segment& s) const;
   Seconds comm_time(int rank, const Segment& s);
   Bytes traffic_bytes(int traffic) const;
   Seconds collective_time(int rank, const Segment& s, const std::vector<int>& group);
