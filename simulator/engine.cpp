@@ -86,7 +86,7 @@ FabricEngine::FabricEngine(const Cluster& cluster, Solver solver) : impl_(std::m
   impl_->link_directions = 2 * cluster.links.size();
   if (cluster.spec.fabric.routing == Routing::spray) impl_->spray_router = std::make_unique<Router>(cluster);
   if (solver == Solver::fluid)
-    impl_->fluid = std::make_unique<FluidSolver>(link_capacities_Bps(cluster));
+    impl_->fluid = std::make_unique<FluidSolver>(link_capacities_Bps(cluster), cluster.spec.fabric.sharing == Sharing::equal);
   else
     impl_->simgrid = std::make_unique<SimGridSolver>(cluster, solver == Solver::simgrid_full);
 }

@@ -39,6 +39,7 @@ struct FluidSolver::Tables {
   SignatureTable signatures;
   std::uint64_t mark = 1;  // marks only grow, so no mover or bundle carries one of this run's
   bool clean = true;
+  bool equal_shares = false;
 
   void reset() {
     for (Link& l : link) l.bundle = -1;
@@ -117,7 +118,7 @@ class Run {
     {
       Moving& mv = movers_[static_cast<std::size_t>(m)];
       mv.flow = id;
-      mv.weight = f.copies / (f.latency_s > 0 ? f.latency_s : 1.0);
+      mv.weight = t_.equal_shares ? f.copies : f.copies / (f.latency_s > 0 ? f.latency_s : 1.0);
       mv.rate_Bps = 0;
       mv.remaining_bytes = static_cast<double>(f.size_bytes) * f.copies;
       mv.since = now_;
@@ -603,7 +604,8 @@ class Run {
 
 }  // namespace
 
-FluidSolver::FluidSolver(std::vector<double> capacity_Bps) : tables_(std::make_unique<Tables>()) {
+FluidSolver::FluidSolver(std::vector<double> capacity_Bps, bool equal_shares) : tables_(std::make_unique<Tables>()) {
+  tables_->equal_shares = equal_shares;
   tables_->link.resize(capacity_Bps.size());
   for (std::size_t i = 0; i < capacity_Bps.size(); ++i) tables_->link[i].cap = capacity_Bps[i];
 }

@@ -4,9 +4,10 @@
 //
 // It computes what SimGrid 3.32's CM02 model computes with the engine's settings (engine.hpp): a
 // flow first pays its latency without touching its links, then shares them; rates are weighted
-// max-min, a flow's weight being 1 / its latency (CM02's sharing penalty, 1 for a flow without
-// latency), and a link listed k times in a route carries the flow's bytes k times. What differs is
-// the cost: rates are re-solved only in the coupled component of links whose flows changed (max-min
+// max-min, and a link listed k times in a route carries the flow's bytes k times. A flow's weight
+// is its copies (below) over its latency under the cluster's `fabric.sharing: latency` (CM02's
+// sharing penalty is the latency, 1 for a flow without), its copies alone under `equal`. What
+// differs is the cost: rates are re-solved only in the coupled component of links whose flows changed (max-min
 // of one component does not depend on another's), a step without links is a timer that never
 // touches the solver, and a flow whose rate did not change keeps its scheduled end.
 #include <memory>
@@ -18,8 +19,9 @@ namespace clustersim {
 
 class FluidSolver {
  public:
-  /// capacity_Bps[link direction]: the bandwidth each direction of each link carries.
-  explicit FluidSolver(std::vector<double> capacity_Bps);
+  /// capacity_Bps[link direction]: the bandwidth each direction of each link carries; equal_shares:
+  /// every flow one share (fabric.sharing: equal), else shares in inverse proportion to latency.
+  explicit FluidSolver(std::vector<double> capacity_Bps, bool equal_shares = false);
   ~FluidSolver();
   FluidSolver(const FluidSolver&) = delete;
   FluidSolver& operator=(const FluidSolver&) = delete;

@@ -25,15 +25,29 @@ class FlowRoutedZone final : public routing::NetZoneImpl {
  public:
   explicit FlowRoutedZone(const std::string& name) : NetZoneImpl(name) {}
   const std::vector<sg4::Link*>* links = nullptr;  // by LinkDir
-  const Flow* current = nullptr;
+  // The comm being started: the links it crosses and the latency it pays first.
+  const std::vector<LinkDir>* route = nullptr;
+  Seconds latency_s = 0;
 
   void get_local_route(const routing::NetPoint*, const routing::NetPoint*, routing::Route* into,
                        double* latency) override {
-    assert(current && "a route is asked for only while the engine starts a flow");
-    for (LinkDir d : current->links) into->link_list_.push_back((*links)[d]->get_impl());
-    if (latency) *latency += current->latency_s;
+    assert(route && "a route is asked for only while the engine starts a flow");
+    for (LinkDir d : *route) into->link_list_.push_back((*links)[d]->get_impl());
+    if (latency) *latency += latency_s;
   }
 };
+
+/// What a comm stands for. Under `fabric.sharing: latency` a flow is one comm, its latency CM02's
+/// sharing penalty. Under `equal` a flow with bytes to move is two: its latency alone, then its
+/// bytes without latency, which CM02 gives penalty 1 (an equal share); a flow's latency cannot be
+/// paid apart from its penalty in one comm.
+struct Leg {
+  FlowId flow;
+  bool latency;  // pays the flow's latency
+  bool bytes;    // moves its bytes
+};
+
+bool moves_bytes(const Flow& f) { return !f.links.empty() && f.size_bytes > 0; }
 
 bool g_engine_exists = false;
 
@@ -51,7 +65,9 @@ struct SimGridSolver::Impl {
   std::vector<std::vector<FlowId>> successors;
   std::vector<Seconds> finish;
   std::vector<sg4::CommPtr> comms;
-  std::unordered_map<const sg4::Activity*, FlowId> flow_of;
+  std::unordered_map<const sg4::Activity*, Leg> leg_of;
+  const std::vector<LinkDir> no_links;
+  bool equal_shares = false;
   Seconds start_clock = 0;
 
   /// Starts the flows in `ready` and any that become ready through them. A flow with no links, no
@@ -61,18 +77,27 @@ struct SimGridSolver::Impl {
       const FlowId id = ready.back();
       ready.pop_back();
       const Flow& f = graph->flows[id];
-      if (f.links.empty() && f.size_bytes == 0 && f.latency_s == 0) {
+      if (!moves_bytes(f) && f.latency_s == 0) {
         finish_and_release(id, ready);
         continue;
       }
-      zone->current = &f;
-      sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[f.src_gpu], hosts[f.dst_gpu]);
-      comm->set_payload_size(f.size_bytes);
-      flow_of[comm.get()] = id;
-      comm->start();
-      zone->current = nullptr;
-      comms[id] = comm;
+      if (!equal_shares || f.latency_s == 0 || !moves_bytes(f))
+        start_leg({id, true, true});
+      else
+        start_leg({id, true, false});
     }
+  }
+
+  void start_leg(Leg leg) {
+    const Flow& f = graph->flows[leg.flow];
+    zone->route = leg.bytes ? &f.links : &no_links;
+    zone->latency_s = leg.latency ? f.latency_s : 0;
+    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[f.src_gpu], hosts[f.dst_gpu]);
+    comm->set_payload_size(leg.bytes ? f.size_bytes : 0);
+    leg_of[comm.get()] = leg;
+    comm->start();
+    zone->route = nullptr;
+    comms[leg.flow] = comm;
   }
 
   void finish_and_release(FlowId id, std::vector<FlowId>& ready) {
@@ -85,10 +110,12 @@ struct SimGridSolver::Impl {
   }
 
   void on_done(const sg4::Activity& a) {
-    auto it = flow_of.find(&a);
-    if (it == flow_of.end()) return;
-    const FlowId id = it->second;
-    flow_of.erase(it);
+    auto it = leg_of.find(&a);
+    if (it == leg_of.end()) return;
+    const Leg leg = it->second;
+    const FlowId id = leg.flow;
+    leg_of.erase(it);
+    if (!leg.bytes) return start_leg({id, false, true});
     std::vector<FlowId> ready;
     finish_and_release(id, ready);
     start_all(std::move(ready));
@@ -111,6 +138,7 @@ SimGridSolver::SimGridSolver(const Cluster& cluster, bool full_updates) : impl_(
   impl_->engine->set_config("network/weight-S:0");
   impl_->engine->set_config("network/TCP-gamma:0");
   impl_->engine->set_config("network/crosstraffic:0");
+  impl_->equal_shares = cluster.spec.fabric.sharing == Sharing::equal;
   if (full_updates) impl_->engine->set_config("network/optim:Full");
 
   auto* zone = new FlowRoutedZone(cluster.spec.name.empty() ? "cluster" : cluster.spec.name);

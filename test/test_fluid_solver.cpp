@@ -113,6 +113,25 @@ TEST_CASE("the fluid solver gives SimGrid's finish times on random flow graphs o
   }
 }
 
+TEST_CASE("under equal sharing the fluid solver gives SimGrid's finish times on random flow graphs") {
+  // SimGrid gets each flow as its latency, then its bytes without latency (penalty 1): the rings'
+  // long latencies no longer lower their shares, so they meet the short flows on equal terms.
+  const Cluster c = test::cluster_from_yaml(test::replaced_all(oversubscribed_fat_tree(), "fabric:\n", "fabric:\n  sharing: equal\n", "the cluster"));
+  REQUIRE(c.spec.fabric.sharing == Sharing::equal);
+  const Router router(c);
+  FabricEngine simgrid(c, Solver::simgrid_full);
+  FluidSolver fluid(link_capacities_Bps(c), true);
+  for (unsigned seed : {1u, 4u, 8u}) {
+    const FlowGraph g = random_graph(router, c.gpu_count(), seed, 600, seed <= 6 ? 6 : 40);
+    const std::vector<Seconds> want = simgrid.run(g), got = fluid.run(g);
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(want[i], 1e-6));
+    INFO("seed " << seed << ": " << g.flows.size() << " flows");
+    CHECK(worst < 1e-6);
+  }
+}
+
 TEST_CASE("the fluid solver gives SimGrid's iteration on every GPU's traffic of a two-node job") {
   // Two DGX-like nodes per leaf pair, eight DP groups of two (one per TP rank) after one pipeline
   // step: the gradient rings of every TP rank meet on the leaf uplinks.

@@ -270,6 +270,7 @@ const std::vector<std::pair<DefaultCheck, ClusterRead>>& cluster_checks() {
       // Another value (2) needs a multi_plane fabric: only the default is compared.
       {{"node.nics.ports", "", "", {}}, [](const ClusterSpec& c) { return std::to_string(c.node.nic_ports); }},
       {{"fabric.routing", "", "adaptive", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.routing)); }},
+      {{"fabric.sharing", "", "equal", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.sharing)); }},
       {{"fabric.sharp", "", "true", {}}, [b](const ClusterSpec& c) { return b(c.fabric.sharp); }},
       {{"fabric.tiers[].oversubscription", "", "2", {}}, [](const ClusterSpec& c) { return std::to_string(c.fabric.tiers[0].oversubscription); }},
       {{"storage.read_GBps", "100", "50", {}}, [](const ClusterSpec& c) { return std::to_string(c.storage.read_Bps); }},  // default: write_GBps (100)

@@ -7,6 +7,8 @@
 
 namespace clustersim {
 
+const char* to_string(Sharing sharing) { return sharing == Sharing::equal ? "equal" : "latency"; }
+
 const char* to_string(Routing routing) {
   switch (routing) {
     case Routing::ecmp: return "ecmp";
@@ -110,7 +112,7 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
 
 FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   f.expect_keys({"type", "nodes", "nodes_per_unit", "planes", "dims", "groups", "routers_per_group", "global_links",
-                 "routing", "link_type", "bandwidth_Gbps", "latency_us", "tiers", "sharp"});
+                 "routing", "sharing", "link_type", "bandwidth_Gbps", "latency_us", "tiers", "sharp"});
   FabricSpec fabric;
   YamlField type = f.child("type");
   fabric.type = type.as_string();
@@ -137,6 +139,7 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
     if (fabric.routing == Routing::valiant && fabric.type != "dragonfly")
       r->fail("expected ecmp, adaptive or spray on a " + fabric.type + " fabric: valiant routes through an intermediate group of a dragonfly");
   }
+  if (auto s = f.find("sharing")) fabric.sharing = s->as_choice({"latency", "equal"}) == "equal" ? Sharing::equal : Sharing::latency;
   if (auto s = f.find("sharp")) fabric.sharp = s->as_bool();
   fabric.switch_link = read_link(f, spec, "bandwidth_Gbps");
   if (auto tiers = f.find("tiers")) {

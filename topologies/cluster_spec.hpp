@@ -52,6 +52,12 @@ struct TierSpec {
 enum class Routing { ecmp, adaptive, spray, valiant };
 const char* to_string(Routing routing);
 
+/// How a saturated link splits between the flows on it (simulator/fluid_solver.hpp). latency: in
+/// inverse proportion to each flow's latency, SimGrid CM02's default (TCP's bias against long round
+/// trips); equal: one share per flow (connection), as an RDMA NIC or NVSwitch port arbitrates.
+enum class Sharing { latency, equal };
+const char* to_string(Sharing sharing);
+
 struct FabricSpec {
   std::string type;            // a registered fabric builder (`clustersim list` names them)
   int nodes = 0;
@@ -64,6 +70,7 @@ struct FabricSpec {
   int routers_per_group = 0;   // dragonfly
   int global_links = 0;        // dragonfly: links from each router to other groups
   Routing routing = Routing::ecmp;
+  Sharing sharing = Sharing::latency;  // on every link the engine models, NVLink and PCIe too
   bool sharp = false;          // the switches reduce in the network (InfiniBand SHARP): CollNet can run
 };
 
