@@ -66,7 +66,7 @@ struct SimGridSolver::Impl {
   std::vector<Seconds> finish;
   std::vector<sg4::CommPtr> comms;
   std::unordered_map<const sg4::Activity*, Leg> leg_of;
-  const std::vector<LinkDir> no_links;
+  const std::vector<LinkDir> no_links{};  // a latency leg's route
   bool equal_shares = false;
   Seconds start_clock = 0;
 
