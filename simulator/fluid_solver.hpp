@@ -7,9 +7,9 @@
 // max-min, and a link listed k times in a route carries the flow's bytes k times. A flow's weight
 // is its copies (below) over its latency under the cluster's `fabric.sharing: latency` (CM02's
 // sharing penalty is the latency, 1 for a flow without), its copies alone under `equal`. What
-// differs is the cost: rates are re-solved only in the coupled component of links whose flows changed (max-min
-// of one component does not depend on another's), a step without links is a timer that never
-// touches the solver, and a flow whose rate did not change keeps its scheduled end.
+// differs is the cost: rates are re-solved only in the coupled component of links whose flows
+// changed (max-min of one component does not depend on another's), a step without links is a
+// timer that never touches the solver, and a flow whose rate did not change keeps its scheduled end.
 #include <memory>
 #include <vector>
 
