@@ -106,6 +106,7 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
     load->mtp_modules = last ? model.mtp_depth : 0;
     load->data_parallel = c.dp * cp;
     load->distributed_optimizer = zero >= 1;
+    load->gradient_bytes_per_param = base.gradient_buffer_bytes();
     load->zero_stage = zero;
     if (zero == 3 && layers > 0) {
       const double per_layer = params / layers;

@@ -388,7 +388,7 @@ namespace {
 const char* const kSentenceChecked[] = {
     "scenario:catalog", "scenario:parallel.tp", "scenario:parallel.pp", "scenario:parallel.dp", "scenario:parallel.stage_layers",
     "scenario:parallel.decoder_first_pipeline_num_layers", "scenario:parallel.decoder_last_pipeline_num_layers",
-    "scenario:parallel.zero_stage", "scenario:parallel.order", "scenario:parallel.stage_gpus", "scenario:reliability.checkpoint",
+    "scenario:parallel.zero_stage", "scenario:parallel.grad_reduce_dtype", "scenario:parallel.order", "scenario:parallel.stage_gpus", "scenario:reliability.checkpoint",
     "model:ffn_hidden", "model:attention", "model:moe", "cluster:node_groups", "cluster:node.scale_up.second_level",
     "cluster:fabric.nodes_per_unit", "cluster:fabric.tiers[].switches"};
 
@@ -450,6 +450,14 @@ TEST_CASE("sentence defaults: zero_stage is 1 with the distributed optimizer, el
   CHECK(megatron_on_superpod("{tp: 2, pp: 2, dp: 8, distributed_optimizer: true}").zero_stage == 1);
   CHECK(megatron_on_superpod("{tp: 2, pp: 2, dp: 8, distributed_optimizer: false}").zero_stage == 0);
   CHECK(megatron_on_superpod("{tp: 2, pp: 2, dp: 8}").zero_stage == 0);
+}
+
+TEST_CASE("sentence defaults: gradients reduce in fp16 under precision fp16, else in fp32", "[schema]") {
+  const std::string path = test::small_megatron_scenario("grad-dtype", superpod_yaml(), "{tp: 2, pp: 2, dp: 8}");
+  CHECK(std::string(load_scenario(path).gradient_reduce_dtype()) == "fp32");
+  CHECK(std::string(load_scenario(path, {"precision=fp16"}).gradient_reduce_dtype()) == "fp16");
+  CHECK(std::string(load_scenario(path, {"precision=fp16", "parallel.grad_reduce_dtype=fp32"}).gradient_reduce_dtype()) == "fp32");
+  CHECK(std::string(load_scenario(path, {"parallel.grad_reduce_dtype=bf16"}).gradient_reduce_dtype()) == "bf16");
 }
 
 TEST_CASE("sentence defaults: the rank order is tp-cp-dp-pp, and the job's nodes are the cluster's first, in order", "[schema]") {

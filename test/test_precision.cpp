@@ -102,3 +102,44 @@ TEST_CASE("gradients are reduced in fp16 under fp16 and in fp32 otherwise, as Me
   const IterationPlan fp8 = plan_iteration(load_scenario(source_path("scenarios/deepseek-v3-h800-2048.yaml")));
   CHECK(fp8.gradient_bytes_per_param == 4);
 }
+
+TEST_CASE("parallel.grad_reduce_dtype sets the width the gradients are reduced in, as NeMo's MLPerf runs set it") {
+  // NeMo's MLPerf GPT-3 reduces bf16 gradients (grad_sync_dtype: bf16), Llama 3.1 405B too
+  // (grad_reduce_in_fp32=False): every data-parallel gradient byte halves against fp32.
+  using clustersim::IterationPlan, clustersim::load_scenario, clustersim::plan_iteration;
+  const std::string scenario = source_path("scenarios/deepseek-v3-h800-2048.yaml");
+  const IterationPlan fp32 = plan_iteration(load_scenario(scenario));
+  const IterationPlan bf16 = plan_iteration(load_scenario(scenario, {"parallel.grad_reduce_dtype=bf16"}));
+  CHECK(bf16.gradient_bytes_per_param == 2);
+  REQUIRE(fp32.stages.size() == bf16.stages.size());
+  for (std::size_t k = 0; k < fp32.stages.size(); ++k) {
+    CHECK(bf16.stages[k].gradient_bytes > 0);
+    CHECK(std::llabs(fp32.stages[k].gradient_bytes - 2 * bf16.stages[k].gradient_bytes) <= 1);
+    CHECK(std::llabs(fp32.stages[k].expert_gradient_bytes - 2 * bf16.stages[k].expert_gradient_bytes) <= 1);
+  }
+  // fp32 under fp16 precision: Megatron-LM's --accumulate-allreduce-grads-in-fp32.
+  const std::string a100 = source_path("scenarios/gpt3-175b-a100-1024.yaml");
+  CHECK(plan_iteration(load_scenario(a100, {"precision=fp16", "parallel.grad_reduce_dtype=fp32"})).gradient_bytes_per_param == 4);
+  // Fewer bytes on the same rings: the run is no slower, and its exposed data-parallel time shrinks.
+  const auto slow = run_cli("run " + a100 + " --json -"), fast = run_cli("run " + a100 + " --set parallel.grad_reduce_dtype=bf16 --json -");
+  REQUIRE(slow.exit_code == 0);
+  REQUIRE(fast.exit_code == 0);
+  auto field = [](const std::string& json, const std::string& key) {
+    const auto at = json.find("\"" + key + "\"");
+    REQUIRE(at != std::string::npos);
+    return std::stod(json.substr(json.find(':', at) + 1));
+  };
+  CHECK(field(fast.stdout_text, "iteration_s") <= field(slow.stdout_text, "iteration_s"));
+  CHECK(field(fast.stdout_text, "dp_exposed") < field(slow.stdout_text, "dp_exposed"));
+  // The gradient buffer is bf16 too: stage 0 holds half the bytes of gradients.
+  CHECK(field(fast.stdout_text, "gradients") == Approx(field(slow.stdout_text, "gradients") / 2).epsilon(1e-9));
+  CHECK(fast.stdout_text.find("\"grad_reduce_dtype\": \"bf16\"") != std::string::npos);
+  CHECK(slow.stdout_text.find("\"grad_reduce_dtype\": \"fp32\"") != std::string::npos);
+}
+
+TEST_CASE("a grad_reduce_dtype that is not fp32, bf16 or fp16 is one line naming the field, exit 2") {
+  const auto r = run_cli("run " + source_path("scenarios/gpt3-175b-a100-1024.yaml") + " --set parallel.grad_reduce_dtype=fp8");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.stderr_text, Catch::Contains("parallel.grad_reduce_dtype: expected one of: fp32, bf16, fp16; got 'fp8'"));
+  CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
+}

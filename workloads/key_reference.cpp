@@ -35,6 +35,7 @@ const std::vector<KeyReference>& key_reference() {
       {"scenario", "parallel.zero_stage", "0 to 3", "1 with the distributed optimizer, else 0"},
       {"scenario", "parallel.reshard_after_forward", "boolean (zero_stage 3 only)", "true"},
       {"scenario", "parallel.overlap_grad_reduce", "boolean", "true"},
+      {"scenario", "parallel.grad_reduce_dtype", "fp32, bf16 or fp16", "fp16 under precision fp16, else fp32"},
       {"scenario", "parallel.overlap_p2p_comm", "boolean", "true"},
       {"scenario", "parallel.overlap_tp_backward", "boolean", "true"},
       {"scenario", "parallel.gradient_accumulation_fusion", "boolean", "true"},

@@ -31,7 +31,7 @@ const std::initializer_list<const char*> kFields = {
     "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives", "catalog", "reliability"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
-    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order", "stage_gpus"};
+    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "grad_reduce_dtype", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order", "stage_gpus"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 const std::initializer_list<const char*> kCollectivesFields = {"algorithm"};
 
@@ -131,6 +131,8 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
       o->fail("expected true with zero_stage " + std::to_string(s.zero_stage) +
               ": ZeRO-2 and 3 reduce-scatter each layer's gradients during the backward");
   }
+  if (auto g = f.find("grad_reduce_dtype"))
+    s.grad_reduce_dtype = g->as_choice({"fp32", "bf16", "fp16"});
   if (auto o = f.find("order")) {
     const auto dims = parse_order(o->as_string());
     if (dims.empty())

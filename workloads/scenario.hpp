@@ -70,6 +70,9 @@ struct ScenarioSpec {
   // true: DP gradients reduce in buckets during the last backward (Megatron-Core's
   // --overlap-grad-reduce, PyTorch DDP); false: in one piece after the rank's whole backward.
   bool overlap_grad_reduce = true;
+  // The dtype data-parallel gradients are kept and reduced in (fp32, bf16, fp16); empty: by
+  // precision (gradient_reduce_bytes). Megatron-Core's grad_reduce_in_fp32, NeMo's grad_sync_dtype.
+  std::string grad_reduce_dtype;
   // true: Megatron's asynchronous TP backward. A column-parallel linear's input-gradient all-reduce
   // (reduce-scatter under SP) runs during its weight-gradient GEMM, and under SP the re-gather of
   // its sequence-sharded input runs during its input-gradient GEMM. false: both block the compute
@@ -110,7 +113,18 @@ struct ScenarioSpec {
   /// Bytes per parameter of the gradients reduced across data parallelism. Megatron-LM reduces them
   /// in the parameters' dtype under fp16 (--accumulate-allreduce-grads-in-fp32 is off by default)
   /// and forces fp32 under bf16; FP8 and MX recipes keep bf16 parameters, so fp32 as well.
-  int gradient_reduce_bytes() const { return precision == "fp16" ? 2 : 4; }
+  /// parallel.grad_reduce_dtype overrides it (NeMo's MLPerf runs reduce bf16 gradients).
+  int gradient_reduce_bytes() const {
+    if (!grad_reduce_dtype.empty()) return grad_reduce_dtype == "fp32" ? 4 : 2;
+    return precision == "fp16" ? 2 : 4;
+  }
+  const char* gradient_reduce_dtype() const {
+    if (!grad_reduce_dtype.empty()) return grad_reduce_dtype.c_str();
+    return precision == "fp16" ? "fp16" : "fp32";
+  }
+  /// Bytes per parameter of the gradient buffer the memory model holds: the stated reduce width,
+  /// else fp32 main gradients (kept under fp16 as well, as the memory model always has).
+  double gradient_buffer_bytes() const { return grad_reduce_dtype.empty() ? 4.0 : gradient_reduce_bytes(); }
   /// Microbatches each pipeline runs per iteration (m).
   int microbatches() const { return global_batch / (microbatch * layout.dp); }
   /// Tokens of one microbatch on one GPU of a context-parallel group.

@@ -47,6 +47,7 @@ nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
   c["recompute"] = recompute_text(s.recompute, s.recompute_modules);
   c["sequence_parallel"] = s.sequence_parallel;
   c["zero_stage"] = s.zero_stage;
+  c["grad_reduce_dtype"] = s.gradient_reduce_dtype();
   c["collectives_algorithm"] = s.nccl_tuner ? "nccl" : "best";
   c["calibration"] = s.calibration ? nlohmann::ordered_json(s.calibration->file) : nlohmann::ordered_json();
   return c;
