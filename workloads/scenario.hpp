@@ -7,6 +7,7 @@
 // GPU catalog is the scenario's `catalog:` (the CLI's --catalog) when given; else gpus.yaml beside
 // the cluster file, else in the folder above it (scenarios/gpus.yaml for the shipped clusters), so a
 // copied scenarios/ tree, or a cluster with its catalog beside it, carries its own.
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -114,10 +115,7 @@ struct ScenarioSpec {
   /// in the parameters' dtype under fp16 (--accumulate-allreduce-grads-in-fp32 is off by default)
   /// and forces fp32 under bf16; FP8 and MX recipes keep bf16 parameters, so fp32 as well.
   /// parallel.grad_reduce_dtype overrides it (NeMo's MLPerf runs reduce bf16 gradients).
-  int gradient_reduce_bytes() const {
-    if (!grad_reduce_dtype.empty()) return grad_reduce_dtype == "fp32" ? 4 : 2;
-    return precision == "fp16" ? 2 : 4;
-  }
+  int gradient_reduce_bytes() const { return std::strcmp(gradient_reduce_dtype(), "fp32") == 0 ? 4 : 2; }
   const char* gradient_reduce_dtype() const {
     if (!grad_reduce_dtype.empty()) return grad_reduce_dtype.c_str();
     return precision == "fp16" ? "fp16" : "fp32";
