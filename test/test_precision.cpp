@@ -122,20 +122,15 @@ TEST_CASE("parallel.grad_reduce_dtype sets the width the gradients are reduced i
   const std::string a100 = source_path("scenarios/gpt3-175b-a100-1024.yaml");
   CHECK(plan_iteration(load_scenario(a100, {"precision=fp16", "parallel.grad_reduce_dtype=fp32"})).gradient_bytes_per_param == 4);
   // Fewer bytes on the same rings: the run is no slower, and its exposed data-parallel time shrinks.
-  const auto slow = run_cli("run " + a100 + " --json -"), fast = run_cli("run " + a100 + " --set parallel.grad_reduce_dtype=bf16 --json -");
-  REQUIRE(slow.exit_code == 0);
-  REQUIRE(fast.exit_code == 0);
-  auto field = [](const std::string& json, const std::string& key) {
-    const auto at = json.find("\"" + key + "\"");
-    REQUIRE(at != std::string::npos);
-    return std::stod(json.substr(json.find(':', at) + 1));
-  };
-  CHECK(field(fast.stdout_text, "iteration_s") <= field(slow.stdout_text, "iteration_s"));
-  CHECK(field(fast.stdout_text, "dp_exposed") < field(slow.stdout_text, "dp_exposed"));
+  const nlohmann::json slow = clustersim::test::cli_json("run " + a100),
+                       fast = clustersim::test::cli_json("run " + a100 + " --set parallel.grad_reduce_dtype=bf16");
+  CHECK(fast["iteration_s"].get<double>() <= slow["iteration_s"].get<double>());
+  CHECK(fast["stages"][0]["time_s"]["dp_exposed"].get<double>() < slow["stages"][0]["time_s"]["dp_exposed"].get<double>());
   // The gradient buffer is bf16 too: stage 0 holds half the bytes of gradients.
-  CHECK(field(fast.stdout_text, "gradients") == Approx(field(slow.stdout_text, "gradients") / 2).epsilon(1e-9));
-  CHECK(fast.stdout_text.find("\"grad_reduce_dtype\": \"bf16\"") != std::string::npos);
-  CHECK(slow.stdout_text.find("\"grad_reduce_dtype\": \"fp32\"") != std::string::npos);
+  CHECK(fast["stages"][0]["memory_bytes"]["gradients"].get<double>() ==
+        Approx(slow["stages"][0]["memory_bytes"]["gradients"].get<double>() / 2).epsilon(1e-9));
+  CHECK(fast["config"]["grad_reduce_dtype"] == "bf16");
+  CHECK(slow["config"]["grad_reduce_dtype"] == "fp32");
 }
 
 TEST_CASE("a grad_reduce_dtype that is not fp32, bf16 or fp16 is one line naming the field, exit 2") {
