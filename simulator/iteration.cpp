@@ -27,6 +27,7 @@ const FlowGraph& IterationBuilder::build() {
   for (int d : simulated_)
     for (int r = 0; r < shape.stages && d > 0; ++r) add_rank_passes(d, r);
   add_cross_unit_waits();
+  add_parameter_gathers();
   add_transfers();
   for (int d : simulated_) {
     add_embedding_sync(d);

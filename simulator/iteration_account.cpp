@@ -56,11 +56,21 @@ IterationResult IterationBuilder::account(const std::vector<Seconds>& finish) {
     const Seconds end = finish[s.id], start = s.chain ? start_of(finish, s.entry) : end - s.shape->duration_s;
     const std::vector<Part> parts = s.chain ? realized_parts(*s.shape, *s.chain, finish) : s.shape->parts;
     Seconds gap = std::max(0.0, start - free_at[s.rank]);
+    Seconds arrived = free_at[s.rank];  // when its activations were there (now, if none came)
     if (auto w = waits.find(s.id); w != waits.end() && gap > 0) {
-      const Seconds produced = finish[w->second->producer], arrived = finish[w->second->arrival];
+      const Seconds produced = finish[w->second->producer];
+      arrived = std::max(arrived, finish[w->second->arrival]);
       const Seconds pp = std::max(0.0, std::min(start, arrived) - std::max(free_at[s.rank], produced));
       b.pp_exposed_s += pp;
       gap -= pp;
+    }
+    // A pass that waited past its input for parameter all-gathers (overlap_param_gather).
+    if (auto g = gather_wait_.find(s.id); g != gather_wait_.end() && gap > 0) {
+      Seconds gathered = 0;
+      for (FlowId f : g->second) gathered = std::max(gathered, finish[f]);
+      const Seconds dp = std::min(gap, std::max(0.0, std::min(start, gathered) - arrived));
+      b.dp_exposed_s += dp;
+      gap -= dp;
     }
     b.bubble_s += gap;
     for (const Part& part : parts) bucket(b, part.kind) += part.duration_s;

@@ -222,6 +222,11 @@ class IterationBuilder {
   /// piece as the rank's last backward ends on every replica), then each replica's optimizer step,
   /// then (with the distributed optimizer) the parameter all-gather.
   void add_tail(int rank);
+  /// overlap_param_gather: each chunk's updated-parameter all-gather ahead of its first forward.
+  void add_parameter_gathers();
+  /// The parameter all-gathers of `rank`'s chunk `chunk`, after `after`; their ends. `part`: 0 the
+  /// whole chunk, 1 its first bucket, 2 the rest.
+  std::vector<FlowId> add_parameter_gather(int rank, int chunk, FlowId after, int part = 0);
 
   static Seconds& bucket(RankBreakdown& b, SegmentKind kind);
 
@@ -271,6 +276,7 @@ class IterationBuilder {
   std::map<FlowId, std::pair<FlowId, Seconds>> chain_entry_;  // a pass in place: last step -> (entry, planned time)
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
   std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for
+  std::map<FlowId, std::vector<FlowId>> gather_wait_;  // a pass (last step) -> parameter gathers it waits for
   Bytes pp_bytes_ = 0;
   TraceSink* trace_ = nullptr;
   std::vector<int> simulated_as_;  // by replica: the simulated replica it folds onto (itself if simulated)

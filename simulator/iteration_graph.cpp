@@ -1,6 +1,8 @@
 // The iteration's flow graph: each rank's passes, the pipeline transfers between them, the gradient
 // collectives under the last backward, the syncs inside a replica and the optimizer steps.
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "simulator/iteration_builder.hpp"
 #include "simulator/pass_in_place.hpp"
@@ -320,25 +322,78 @@ void IterationBuilder::add_tail(int rank) {
   }
   // ZeRO-3 gathers parameters when a layer needs them; ZeRO-1 and 2 gather the updated shards
   // once every replica has updated its own.
-  if (!plan_.distributed_optimizer || plan_.zero_stage >= 3) return;
+  // (overlap_param_gather: the next iteration's forward gathers them, add_parameter_gathers).
+  if (!plan_.distributed_optimizer || plan_.zero_stage >= 3 || plan_.overlap_param_gather) return;
   const FlowId updated = join(here, optimizers);
   std::vector<FlowId> gather;
   for (int c = 0; c < plan_.shape.chunks; ++c) {
-    const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
-    // Parameters are 16-bit; gradients were reduced at gradient_bytes_per_param.
-    for (const auto& [groups, bytes] : gradient_groups(rank, sp))
-      for (const auto& group : *groups) {
-        const auto ends = add_collective(Op::all_gather, group, bytes * 2 / plan_.gradient_bytes_per_param, updated);
-        record_comm(rank, -1, Op::all_gather, bytes * 2 / plan_.gradient_bytes_per_param, group, updated, ends,
-                    "updated parameters");
-        gather.insert(gather.end(), ends.begin(), ends.end());
-      }
+    const auto ends = add_parameter_gather(rank, c, updated);
+    gather.insert(gather.end(), ends.begin(), ends.end());
   }
   for (int d : simulated_) {
     Flow done = timer_flow(gpu(d, rank, 0), 0);
     done.after = gather;
     done.after.push_back(optimizer_[unit(d, rank)]);
     rank_end_[unit(d, rank)] = graph_.add(std::move(done));
+  }
+}
+
+std::vector<FlowId> IterationBuilder::add_parameter_gather(int rank, int chunk, FlowId after, int part) {
+  const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, chunk)];
+  std::vector<FlowId> ends;
+  // Parameters are gathered at parameter_gather_bytes; gradients were reduced at gradient_bytes_per_param.
+  for (const auto& [groups, bytes] : gradient_groups(rank, sp))
+    for (const auto& group : *groups) {
+      const Bytes whole = bytes * plan_.parameter_gather_bytes / plan_.gradient_bytes_per_param;
+      // Megatron-Core's bucket: max(40M, 1M x dp) parameters.
+      const Bytes bucket = static_cast<Bytes>(std::max(40e6, 1e6 * static_cast<double>(group.size())) *
+                                              plan_.parameter_gather_bytes);
+      const Bytes gathered = part == 0 ? whole : part == 1 ? std::min(whole, bucket) : whole - std::min(whole, bucket);
+      const auto e = add_collective(Op::all_gather, group, gathered, after);
+      record_comm(rank, -1, Op::all_gather, gathered, group, after, e, "updated parameters");
+      ends.insert(ends.end(), e.begin(), e.end());
+    }
+  return ends;
+}
+
+// Steady state of Megatron-Core's overlapped, aligned parameter gather: the previous iteration's
+// optimizer step has ended when this one starts, the first two chunks' gathers start with it, and
+// chunk c's (c >= 2) once chunk c - 1's are done (Megatron launches it when chunk c - 1's first
+// forward starts, which waits for those). A chunk's first forward waits for its first bucket (its
+// first layers'); the rest, gathered while that forward runs, is waited for by the rank's next pass
+// (a forward's own stalls on later buckets show there).
+void IterationBuilder::add_parameter_gathers() {
+  if (!plan_.overlap_param_gather || !plan_.distributed_optimizer || plan_.zero_stage >= 3) return;
+  std::map<std::pair<int, int>, std::pair<FlowId, FlowId>> gathered;  // (rank, chunk) -> (first bucket, all)
+  for (int r = 0; r < ranks(); ++r) {
+    const int here = gpu(0, r, 0);
+    const FlowId start = graph_.add(timer_flow(here, 0));
+    FlowId previous = start;
+    auto joined = [&](std::vector<FlowId> ends, FlowId none) {
+      auto& traced = dp_flows_[static_cast<std::size_t>(r)];
+      traced.insert(traced.end(), ends.begin(), ends.end());
+      return ends.empty() ? none : join(here, std::move(ends));
+    };
+    for (int c = 0; c < plan_.shape.chunks; ++c) {
+      const FlowId from = c < 2 ? start : previous;
+      const FlowId first = joined(add_parameter_gather(r, c, from, 1), from);
+      previous = joined(add_parameter_gather(r, c, first, 2), first);
+      gathered[{r, c}] = {first, previous};
+    }
+  }
+  std::set<std::tuple<int, int, int>> seen;  // (replica, rank, chunk) whose first forward is gated
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    for (const std::optional<PassOp>& o : {std::optional<PassOp>(s.op), s.partner}) {
+      if (!o || o->kind != PassKind::forward || !seen.insert({s.replica, s.rank, o->chunk}).second) continue;
+      const auto [first, all] = gathered.at({s.rank, o->chunk});
+      graph_.flows[s.entry].after.push_back(first);
+      gather_wait_[s.id].push_back(first);
+      const bool next_here = i + 1 < steps_.size() && steps_[i + 1].replica == s.replica && steps_[i + 1].rank == s.rank;
+      const FlowId waits_rest = next_here ? steps_[i + 1].entry : rank_last_[unit(s.replica, s.rank)];
+      graph_.flows[waits_rest].after.push_back(all);
+      if (next_here) gather_wait_[steps_[i + 1].id].push_back(all);
+    }
   }
 }
 

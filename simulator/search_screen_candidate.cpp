@@ -181,8 +181,10 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
       dp_exposed = collective_s(reduce, dp_group, static_cast<Bytes>(params_max * w), false);
     }
   }
+  // Overlapped with the next forward (overlap_param_gather), only the first chunk's gather waits.
+  const double gathered_params = base.overlap_param_gather ? params_max / v : params_max;
   if (zero == 1 || zero == 2)
-    zero_gather = collective_s(Op::all_gather, dp_group, static_cast<Bytes>(params_max * 2), false);
+    zero_gather = collective_s(Op::all_gather, dp_group, static_cast<Bytes>(gathered_params * raw.plan.parameter_gather_bytes), false);
   if (model.tied_embeddings && stages > 1 && pp > 1) {
     ParallelLayout::Coord lastc;
     lastc.pp = pp - 1;

@@ -157,11 +157,12 @@ TEST_CASE("DeepEP's node-limited skewed dispatch summed per link takes the per-p
 }
 
 
-TEST_CASE("SimGrid splits a saturated link between two flows in inverse proportion to their latencies") {
+TEST_CASE("under latency sharing SimGrid splits a saturated link between two flows in inverse proportion to their latencies") {
   // CM02 sets a flow's sharing penalty to its latency (weight-S 0 adds nothing) and max-min gives
-  // each flow (fair share) / penalty: why per-pair and per-link all-to-alls agree exactly only
-  // when their transfers share latencies, and within a fraction of a percent here.
-  const Cluster& cluster = test::shipped_cluster(kRails);
+  // each flow (fair share) / penalty: why, under `fabric.sharing: latency`, per-pair and per-link
+  // all-to-alls agree exactly only when their transfers share latencies.
+  const Cluster cluster = test::cluster_from_yaml(test::shipped_with(kRails, "fabric:\n", "fabric:\n  sharing: latency\n"));
+  REQUIRE(cluster.spec.fabric.sharing == Sharing::latency);
   const Router router(cluster);
   FabricEngine engine(cluster, Solver::simgrid_full);
   const LinkId link = cluster.gpu_switch_link[0];

@@ -1,5 +1,5 @@
-// How a saturated link splits between its flows (`fabric.sharing`): in inverse proportion to their
-// latencies (CM02's default, `latency`) or one share per flow (`equal`), the same on every solver.
+// How a saturated link splits between its flows (`fabric.sharing`): one share per flow (`equal`, the
+// default) or in inverse proportion to their latencies (`latency`, CM02's), the same on every solver.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -70,8 +70,10 @@ TEST_CASE("equal sharing gives a copied flow its copies' shares") {
   CHECK(finish[1] == Approx(copies_s + (size - 0.25 * bw * (copies_s - 2e-6)) / bw).epsilon(1e-9));
 }
 
-TEST_CASE("fabric.sharing is latency unless a cluster says equal, and another value is the file's error") {
-  CHECK(test::shipped_cluster(kRails).spec.fabric.sharing == Sharing::latency);
+TEST_CASE("fabric.sharing is equal unless a cluster says latency, and another value is the file's error") {
+  CHECK(test::shipped_cluster(kRails).spec.fabric.sharing == Sharing::equal);
+  CHECK(test::cluster_from_yaml(test::shipped_with(kRails, "fabric:\n", "fabric:\n  sharing: latency\n")).spec.fabric.sharing ==
+        Sharing::latency);
   // Written where a shipped cluster sits, its catalog one folder up, as a user's would be.
   const std::filesystem::path dir = std::filesystem::path(test::temp_file("", "")).string() + ".d";
   std::filesystem::create_directories(dir / "clusters");

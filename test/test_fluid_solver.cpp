@@ -94,8 +94,9 @@ FlowGraph random_graph(const Router& router, int gpus, unsigned seed, int flows,
 
 }  // namespace
 
-TEST_CASE("the fluid solver gives SimGrid's finish times on random flow graphs over an oversubscribed fat tree") {
-  const Cluster c = test::cluster_from_yaml(oversubscribed_fat_tree());
+TEST_CASE("under latency sharing the fluid solver gives SimGrid's finish times on random flow graphs over an oversubscribed fat tree") {
+  const Cluster c = test::cluster_from_yaml(test::replaced_all(oversubscribed_fat_tree(), "fabric:\n", "fabric:\n  sharing: latency\n", "the cluster"));
+  REQUIRE(c.spec.fabric.sharing == Sharing::latency);
   const Router router(c);
   FabricEngine simgrid(c, Solver::simgrid_full);
   FluidSolver fluid(link_capacities_Bps(c));

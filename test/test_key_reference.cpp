@@ -228,6 +228,10 @@ const std::vector<std::pair<DefaultCheck, ScenarioRead>>& scenario_checks() {
       {{"parallel.distributed_optimizer", "", "true", {}}, [b](const ScenarioSpec& s) { return b(s.distributed_optimizer); }},
       {{"parallel.reshard_after_forward", "", "false", {"parallel.zero_stage=3"}}, [b](const ScenarioSpec& s) { return b(s.reshard_after_forward); }},
       {{"parallel.overlap_grad_reduce", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.overlap_grad_reduce); }},
+      {{"parallel.fp8_param_gather", "", "true", {"precision=fp8", "parallel.distributed_optimizer=true"}},
+       [b](const ScenarioSpec& s) { return b(s.fp8_param_gather); }},
+      {{"parallel.overlap_param_gather", "", "true", {"parallel.distributed_optimizer=true"}},
+       [b](const ScenarioSpec& s) { return b(s.overlap_param_gather); }},
       {{"parallel.overlap_p2p_comm", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.overlap_p2p_comm); }},
       {{"parallel.overlap_tp_backward", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.overlap_tp_backward); }},
       {{"parallel.gradient_accumulation_fusion", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.gradient_accumulation_fusion); }},
@@ -270,7 +274,7 @@ const std::vector<std::pair<DefaultCheck, ClusterRead>>& cluster_checks() {
       // Another value (2) needs a multi_plane fabric: only the default is compared.
       {{"node.nics.ports", "", "", {}}, [](const ClusterSpec& c) { return std::to_string(c.node.nic_ports); }},
       {{"fabric.routing", "", "adaptive", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.routing)); }},
-      {{"fabric.sharing", "", "equal", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.sharing)); }},
+      {{"fabric.sharing", "", "latency", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.sharing)); }},
       {{"fabric.sharp", "", "true", {}}, [b](const ClusterSpec& c) { return b(c.fabric.sharp); }},
       {{"fabric.tiers[].oversubscription", "", "2", {}}, [](const ClusterSpec& c) { return std::to_string(c.fabric.tiers[0].oversubscription); }},
       {{"storage.read_GBps", "100", "50", {}}, [](const ClusterSpec& c) { return std::to_string(c.storage.read_Bps); }},  // default: write_GBps (100)

@@ -393,7 +393,7 @@ TEST_CASE("an unknown key appended to any shipped file is named with the keys al
 /// from gpus, test_scenario checks that two left out is an error).
 const std::set<std::string> kOptionalKeys = {
     "tp", "pp", "dp", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "description", "note", "source", "kv_heads", "virtual_stages", "sequence_parallel", "distributed_optimizer",
-    "zero_stage", "order", "attention", "ep", "cp", "cp_comm", "stage_layers", "overlap_grad_reduce", "grad_reduce_dtype",
+    "zero_stage", "order", "attention", "ep", "cp", "cp_comm", "stage_layers", "overlap_grad_reduce", "grad_reduce_dtype", "fp8_param_gather", "overlap_param_gather",
     "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "reshard_after_forward",
     "nodes_per_unit", "ports", "oversubscription", "shared_experts", "dense_layers", "capacity_factor", "dropless",
     "node_limit", "placement", "routing", "hot_factor", "seed", "dispatch", "hbm_GB", "hbm_GiB",

@@ -139,3 +139,41 @@ TEST_CASE("a grad_reduce_dtype that is not fp32, bf16 or fp16 is one line naming
   CHECK_THAT(r.stderr_text, Catch::Contains("parallel.grad_reduce_dtype: expected one of: fp32, bf16, fp16; got 'fp8'"));
   CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
 }
+
+TEST_CASE("parallel.fp8_param_gather all-gathers the updated parameters in 1 byte, as FP8 parameters do") {
+  // NeMo's MLPerf runs keep FP8 weights (FP8_PARAMS=True, v4.x GPT-3 and Llama 3.1 405B): the
+  // distributed optimizer's parameter all-gather moves 1 byte a parameter, half of bf16's 2.
+  using clustersim::IterationPlan, clustersim::load_scenario, clustersim::plan_iteration;
+  const std::string scenario = source_path("scenarios/deepseek-v3-h800-2048.yaml");
+  const IterationPlan bf16 = plan_iteration(load_scenario(scenario));
+  const IterationPlan fp8 = plan_iteration(load_scenario(scenario, {"parallel.fp8_param_gather=true"}));
+  CHECK(bf16.parameter_gather_bytes == 2);
+  CHECK(fp8.parameter_gather_bytes == 1);
+  // On the engine: only the gather shrinks, so the run is no slower and its exposed
+  // data-parallel time (the gather runs after the optimizer step) is smaller.
+  const auto slow = run_cli("run " + scenario + " --json -"),
+             fast = run_cli("run " + scenario + " --set parallel.fp8_param_gather=true --json -");
+  REQUIRE(slow.exit_code == 0);
+  REQUIRE(fast.exit_code == 0);
+  auto field = [](const std::string& json, const std::string& key) {
+    const auto at = json.find("\"" + key + "\"");
+    REQUIRE(at != std::string::npos);
+    return std::stod(json.substr(json.find(':', at) + 1));
+  };
+  CHECK(field(fast.stdout_text, "iteration_s") < field(slow.stdout_text, "iteration_s"));
+  CHECK(field(fast.stdout_text, "gradients") == field(slow.stdout_text, "gradients"));
+  CHECK(fast.stdout_text.find("\"fp8_param_gather\": true") != std::string::npos);
+}
+
+TEST_CASE("fp8_param_gather without an 8-bit precision or without a distributed optimizer is one line, exit 2") {
+  const std::string bf16 = source_path("scenarios/gpt3-175b-a100-1024.yaml");
+  const auto no_fp8 = run_cli("run " + bf16 + " --set parallel.distributed_optimizer=true --set parallel.fp8_param_gather=true");
+  CHECK(no_fp8.exit_code == 2);
+  CHECK_THAT(no_fp8.stderr_text, Catch::Contains("parallel.fp8_param_gather: expected true only under an 8-bit precision (fp8 or an MX format), not bf16"));
+  CHECK(std::count(no_fp8.stderr_text.begin(), no_fp8.stderr_text.end(), '\n') == 1);
+  const auto no_optimizer = run_cli("run " + source_path("scenarios/deepseek-v3-h800-2048.yaml") +
+                                    " --set parallel.distributed_optimizer=false --set parallel.fp8_param_gather=true");
+  CHECK(no_optimizer.exit_code == 2);
+  CHECK_THAT(no_optimizer.stderr_text, Catch::Contains("parallel.fp8_param_gather: expected true only with the distributed optimizer or ZeRO"));
+  CHECK(std::count(no_optimizer.stderr_text.begin(), no_optimizer.stderr_text.end(), '\n') == 1);
+}

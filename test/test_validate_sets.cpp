@@ -135,6 +135,13 @@ TEST_CASE("every row of the new sets loads with the GPUs and layout its source s
       // No MLPerf GPT-3 round recomputed: v3.0's config_common.sh (training_results_v3.0 at 63e326c) sets
       // ACT_CKPT_GRANULARITY=null over its base config's `selective`; v3.1 to v4.1 default it to null.
       if (set == "mlperf-gpt3-h100") CHECK((s.recompute == Recompute::none && s.recompute_modules.empty()));
+      // Every NVIDIA-derived MLPerf run gathered its updated parameters under the next forward (NeMo's
+      // overlap_param_sync, default True in every GPT-3 round's optimizer config; OVERLAP_PARAM_GATHER=True
+      // in Llama 3.1 405B's config_common.sh), and from GPT-3 v4.0 on kept FP8 parameters (FP8_PARAMS=True).
+      if (set == "mlperf-gpt3-h100" || set == "mlperf-llama31-405b-h100") {
+        CHECK(s.overlap_param_gather);
+        CHECK(s.fp8_param_gather == (name.rfind("mlperf3.", 0) != 0));
+      }
     }
   }
   CHECK(seen == static_cast<int>(kStated.size()));

@@ -70,7 +70,7 @@ struct FabricSpec {
   int routers_per_group = 0;   // dragonfly
   int global_links = 0;        // dragonfly: links from each router to other groups
   Routing routing = Routing::ecmp;
-  Sharing sharing = Sharing::latency;  // on every link the engine models, NVLink and PCIe too
+  Sharing sharing = Sharing::equal;  // on every link the engine models, NVLink and PCIe too
   bool sharp = false;          // the switches reduce in the network (InfiniBand SHARP): CollNet can run
 };
 

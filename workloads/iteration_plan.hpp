@@ -125,6 +125,8 @@ struct IterationPlan {
   int zero_stage = 0;                     // 2, 3: gradients reduce-scattered per layer; 3: parameters gathered per layer
   Seconds optimizer_s = 0;                // optimizer step on one GPU of a pipeline rank
   int gradient_bytes_per_param = 4;       // the width gradients are reduced in (2 under fp16)
+  int parameter_gather_bytes = 2;         // the width updated parameters are all-gathered in (1: FP8)
+  bool overlap_param_gather = false;      // true: gathered before each chunk's first forward, not after the optimizer
   /// Tied input embedding and output layer on different pipeline ranks: their gradients are summed
   /// by an all-reduce between the first and the last stage (per TP rank) before the optimizer step.
   Bytes embedding_sync_bytes = 0;

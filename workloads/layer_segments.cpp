@@ -287,14 +287,14 @@ void add_zero(const ScenarioSpec& s, LayerSegments& out) {
       seg.group = group;
       return seg;
     };
-    // Gradients at the scenario's reduce width, 16-bit parameters (2 B).
+    // Gradients at the scenario's reduce width, parameters at its gather width (2 B, FP8 1 B).
     out.backward_weight.push_back(collective(Op::reduce_scatter, "zero gradient reduce-scatter",
                                              s.gradient_reduce_bytes() * params, backward_s));
     if (s.zero_stage < 3) continue;
-    out.forward.insert(out.forward.begin(), collective(Op::all_gather, "zero-3 parameter all-gather", 2 * params, forward_s));
+    out.forward.insert(out.forward.begin(), collective(Op::all_gather, "zero-3 parameter all-gather", s.parameter_gather_bytes() * params, forward_s));
     if (s.reshard_after_forward)
       out.backward_input.insert(out.backward_input.begin(),
-                                collective(Op::all_gather, "zero-3 parameter all-gather", 2 * params, backward_s));
+                                collective(Op::all_gather, "zero-3 parameter all-gather", s.parameter_gather_bytes() * params, backward_s));
   }
 }
 

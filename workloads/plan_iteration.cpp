@@ -91,6 +91,8 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
   plan.schedule = s.schedule;
   plan.shape = s.schedule_shape();
   plan.gradient_bytes_per_param = s.gradient_reduce_bytes();
+  plan.parameter_gather_bytes = s.parameter_gather_bytes();
+  plan.overlap_param_gather = s.overlap_param_gather;
   plan.distributed_optimizer = s.distributed_optimizer;
   plan.zero_stage = s.zero_stage;
   plan.overlap_grad_reduce = s.overlap_grad_reduce;

@@ -31,7 +31,7 @@ const std::initializer_list<const char*> kFields = {
     "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives", "catalog", "reliability"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
-    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "grad_reduce_dtype", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order", "stage_gpus"};
+    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "grad_reduce_dtype", "fp8_param_gather", "overlap_param_gather", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order", "stage_gpus"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 const std::initializer_list<const char*> kCollectivesFields = {"algorithm"};
 
@@ -133,6 +133,16 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   }
   if (auto g = f.find("grad_reduce_dtype"))
     s.grad_reduce_dtype = g->as_choice({"fp32", "bf16", "fp16"});
+  if (auto g = f.find("fp8_param_gather")) {
+    s.fp8_param_gather = g->as_bool();
+    if (s.fp8_param_gather && !s.distributed_optimizer)
+      g->fail("expected true only with the distributed optimizer or ZeRO (nothing gathers parameters otherwise)");
+  }
+  if (auto g = f.find("overlap_param_gather")) {
+    s.overlap_param_gather = g->as_bool();
+    if (s.overlap_param_gather && (!s.distributed_optimizer || s.zero_stage >= 3))
+      g->fail("expected true only with the distributed optimizer, ZeRO 1 or 2 (ZeRO-3 gathers each layer when it runs)");
+  }
   if (auto o = f.find("order")) {
     const auto dims = parse_order(o->as_string());
     if (dims.empty())
@@ -465,6 +475,10 @@ ScenarioSpec load_scenario_node(const YamlField& root, const std::string& path, 
   s.precision = precision.as_string();
   s.gpu.peak_flops_or_fail(s.precision, precision);
   for (const auto& [name, g] : s.group_gpus) g.peak_flops_or_fail(s.precision, precision);
+  if (s.fp8_param_gather && !s.eight_bit_gemm_inputs())
+    parallel.child("fp8_param_gather")
+        .fail("expected true only under an 8-bit precision (fp8 or an MX format), not " + s.precision +
+              ": only then are the weights kept in FP8");
   if (auto g = parallel.find("stage_gpus")) read_stage_gpus(*g, s);
   read_recompute(root.child("recompute"), s);
   if (auto a = root.find("attention"))

@@ -74,6 +74,14 @@ struct ScenarioSpec {
   // The dtype data-parallel gradients are kept and reduced in (fp32, bf16, fp16); empty: by
   // precision (gradient_reduce_bytes). Megatron-Core's grad_reduce_in_fp32, NeMo's grad_sync_dtype.
   std::string grad_reduce_dtype;
+  // true: the distributed optimizer's (or ZeRO-3's) parameter all-gathers move FP8 weights, 1 byte a
+  // parameter (Megatron-Core's fp8_param_gather, NeMo's FP8 parameters); false: bf16, 2 bytes.
+  bool fp8_param_gather = false;
+  // true: the distributed optimizer's updated parameters are all-gathered during the next
+  // iteration's forward, each model chunk's before its first forward (Megatron-Core's
+  // overlap_param_gather with align_param_gather, NeMo's overlap_param_sync); false: after the
+  // optimizer step, before the iteration ends.
+  bool overlap_param_gather = false;
   // true: Megatron's asynchronous TP backward. A column-parallel linear's input-gradient all-reduce
   // (reduce-scatter under SP) runs during its weight-gradient GEMM, and under SP the re-gather of
   // its sequence-sharded input runs during its input-gradient GEMM. false: both block the compute
@@ -120,6 +128,8 @@ struct ScenarioSpec {
     if (!grad_reduce_dtype.empty()) return grad_reduce_dtype.c_str();
     return precision == "fp16" ? "fp16" : "fp32";
   }
+  /// Bytes per parameter the data-parallel parameter all-gathers move.
+  int parameter_gather_bytes() const { return fp8_param_gather ? 1 : 2; }
   /// Bytes per parameter of the gradient buffer the memory model holds: the stated reduce width,
   /// else fp32 main gradients (kept under fp16 as well, as the memory model always has).
   double gradient_buffer_bytes() const { return grad_reduce_dtype.empty() ? 4.0 : gradient_reduce_bytes(); }
