@@ -96,3 +96,15 @@ TEST_CASE("a command line sets cluster.fabric.sharing to latency or equal, and n
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains("fabric.sharing") && Catch::Contains("fair"));
 }
+
+TEST_CASE("run says which bandwidth sharing its times rest on, in text and JSON") {
+  const std::string scenario = test::source_path("scenarios/gpt3-175b-a100-1024.yaml");
+  const auto plain = test::run_cli("run " + scenario);
+  REQUIRE(plain.exit_code == 0);
+  CHECK_THAT(plain.stdout_text, Catch::Contains("fabric sharing          equal   (one share per flow"));
+  const auto latency = test::run_cli("run " + scenario + " --set cluster.fabric.sharing=latency");
+  REQUIRE(latency.exit_code == 0);
+  CHECK_THAT(latency.stdout_text, Catch::Contains("fabric sharing          latency (a full link split"));
+  CHECK(test::cli_json("run " + scenario)["config"]["fabric_sharing"] == "equal");
+  CHECK(test::cli_json("run " + scenario + " --set cluster.fabric.sharing=latency")["config"]["fabric_sharing"] == "latency");
+}

@@ -132,6 +132,13 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
                                                                        "their traffic and that of TP ranks > 0 off the "
                                                                        "fabric (--fold exact replays it)", others)
                                                          : fmt::format("{} folded exactly onto them", others));
+  // Which split of a full link the fabric's times rest on: the two differ most where a pipeline
+  // transfer meets a gradient ring channel on a NIC (README, "Bandwidth sharing").
+  std::cout << "fabric sharing          "
+            << (s.cluster.fabric.sharing == Sharing::equal
+                    ? "equal   (one share per flow on a full link, as RDMA NICs arbitrate)"
+                    : "latency (a full link split in inverse proportion to flow latency, SimGrid CM02's)")
+            << "\n";
   if (it.simulated_replicas > 1)
     std::cout << fmt::format("breakdown of replica    {:>12}   (the slowest)\n", it.reported_replica);
   if (!it.tp_collectives.empty()) std::cout << "TP collectives          " << it.tp_collectives << "\n";
