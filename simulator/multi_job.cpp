@@ -1,15 +1,20 @@
 #include "simulator/multi_job.hpp"
 
 #include <memory>
+#include <string>
 
 #include "simulator/heterogeneous.hpp"
 #include "simulator/iteration_builder.hpp"
 #include "simulator/memory_check.hpp"
+#include "topologies/invariant.hpp"
 #include "workloads/plan_iteration.hpp"
 
 namespace clustersim {
 
-std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool allow_oom) {
+std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool allow_oom,
+                                 const std::vector<TraceSink*>& traces) {
+  if (!traces.empty() && traces.size() != js.jobs.size())
+    invariant_broken("one trace sink per job", std::to_string(traces.size()) + " sinks for " + std::to_string(js.jobs.size()) + " jobs");
   const Cluster cluster = shared_cluster(js);
   std::vector<IterationPlan> plans;
   plans.reserve(js.jobs.size());  // builders hold references into it
@@ -37,8 +42,9 @@ std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool all
   std::vector<std::unique_ptr<IterationBuilder>> builders;
   FlowGraph all;
   std::vector<std::size_t> first;
-  for (const IterationPlan& plan : plans) {
-    auto& b = builders.emplace_back(std::make_unique<IterationBuilder>(engine, router, plan, nullptr));
+  for (std::size_t j = 0; j < plans.size(); ++j) {
+    auto& b = builders.emplace_back(
+        std::make_unique<IterationBuilder>(engine, router, plans[j], traces.empty() ? nullptr : traces[j]));
     b->share_fabric();
     const FlowGraph& g = b->build();
     const auto offset = static_cast<FlowId>(all.flows.size());

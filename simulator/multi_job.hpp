@@ -7,6 +7,7 @@
 
 #include "simulator/engine.hpp"
 #include "simulator/iteration.hpp"
+#include "simulator/trace_sink.hpp"
 #include "workloads/jobs.hpp"
 
 namespace clustersim {
@@ -24,7 +25,9 @@ struct JobOutcome {
 /// Every replica of every job is simulated (FoldMode::none): a fold proven on one job's traffic
 /// says nothing of the others' on its links. A TP group that spans nodes runs in place together,
 /// since other jobs may load the fabric links it crosses. Memory beyond a GPU's HBM is an
-/// OutOfMemoryError at the job's scenario unless allow_oom.
-std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver = Solver::fluid, bool allow_oom = false);
+/// OutOfMemoryError at the job's scenario unless allow_oom. `traces`, when given, holds one sink
+/// per job, which receives that job's trace of the run together (job_trace.hpp shares one file).
+std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver = Solver::fluid, bool allow_oom = false,
+                                 const std::vector<TraceSink*>& traces = {});
 
 }  // namespace clustersim

@@ -126,6 +126,8 @@ void TraceWriter::place(int gpu, int rank, int replica) {
   g.replica = replica;
 }
 
+void TraceWriter::name_job(int gpu, std::string job) { gpus_[gpu].job = std::move(job); }
+
 void TraceWriter::event(int gpu, int folded_from, const TraceRecord& e) {
   Gpu& g = gpus_[gpu];
   if (folded_from >= 0) g.folded_from = folded_from;
@@ -218,7 +220,9 @@ void TraceWriter::finish() {
     fmt::memory_buffer b;
     auto it = std::back_inserter(b);
     std::string name = "GPU " + std::to_string(gpu);
-    if (g.rank >= 0) name += " (pipeline rank " + std::to_string(g.rank) + ", replica " + std::to_string(g.replica) + ")";
+    if (g.rank >= 0)
+      name += " (" + (g.job.empty() ? "" : "job " + g.job + ", ") + "pipeline rank " + std::to_string(g.rank) + ", replica " +
+              std::to_string(g.replica) + ")";
     if (g.folded_from >= 0) name += ", events of GPU " + std::to_string(g.folded_from);
     fmt::format_to(it, "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":", gpu);
     append_string(b, name);

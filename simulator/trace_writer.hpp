@@ -35,6 +35,8 @@ class TraceWriter : public TraceSink {
   bool wants(int gpu, bool representative) const override;
   void event(int gpu, int folded_from, const TraceRecord& record) override;
   void place(int gpu, int rank, int replica) override;
+  /// The job `gpu` runs, in its process name, when a scenario puts several jobs on one cluster.
+  void name_job(int gpu, std::string job);
   /// Names every process and thread used, closes the document and the file. A selection that kept
   /// no GPU is the user's error (nothing is left at the path).
   void finish();
@@ -43,6 +45,7 @@ class TraceWriter : public TraceSink {
  private:
   struct Gpu {
     int rank = -1, replica = -1, folded_from = -1;
+    std::string job;
     std::array<std::vector<std::int64_t>, kTraceTracks> lane_end_ns;  // per track, each lane's last end
     std::int64_t parent_end_ns = 0;  // the compute track's open pass
   };

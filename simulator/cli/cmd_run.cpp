@@ -82,24 +82,6 @@ void print_calibration(const ScenarioSpec& s) {
                                : "");
 }
 
-/// "0-7,64", each GPU one of the scenario's `gpus`.
-GpuSelection parse_ranks(const std::string& text, int gpus) {
-  GpuSelection out;
-  const std::string option = "--trace-ranks";
-  if (text.empty() || text.back() == ',')
-    throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');) {
-    const auto dash = part.find('-', 1);
-    if (part.empty()) throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
-    const long lo = parse_integer(part.substr(0, dash), option, 0, gpus - 1);
-    const long hi = dash == std::string::npos ? lo : parse_integer(part.substr(dash + 1), option, 0, gpus - 1);
-    if (hi < lo)
-      throw UserError("command line", 0, option, "expected a range from low to high, got '" + part + "'");
-    out.ranges.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
-  }
-  return out;
-}
 
 void print_report(const ScenarioSpec& s, const RunReport& r) {
   const ParallelLayout& l = s.layout;
@@ -235,6 +217,24 @@ std::string run_report_html(const ScenarioSpec& s, const RunReport& r, std::opti
 
 }  // namespace
 
+GpuSelection parse_ranks(const std::string& text, int gpus) {
+  GpuSelection out;
+  const std::string option = "--trace-ranks";
+  if (text.empty() || text.back() == ',')
+    throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) {
+    const auto dash = part.find('-', 1);
+    if (part.empty()) throw UserError("command line", 0, option, "expected GPU ranges like 0-7,64, got '" + text + "'");
+    const long lo = parse_integer(part.substr(0, dash), option, 0, gpus - 1);
+    const long hi = dash == std::string::npos ? lo : parse_integer(part.substr(dash + 1), option, 0, gpus - 1);
+    if (hi < lo)
+      throw UserError("command line", 0, option, "expected a range from low to high, got '" + part + "'");
+    out.ranges.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
+  }
+  return out;
+}
+
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "simulate one training iteration of a scenario");
@@ -287,9 +287,10 @@ void add_run_command(CLI::App& app) {
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
     if (is_jobs_scenario(o->scenario)) {  // several jobs on one cluster: cmd_run_jobs.cpp
-      JobsRunOptions jobs{o->scenario, o->overrides, o->json, o->csv, o->solver, o->allow_oom, {}};
+      JobsRunOptions jobs{o->scenario, o->overrides, o->json, o->csv, o->solver, o->trace, {}, o->allow_oom, {}};
+      if (trace_ranks->count() > 0) jobs.trace_ranks = o->trace_ranks;
       const std::pair<bool, const char*> single[] = {
-          {!o->trace.empty(), "--trace"}, {!o->report.empty(), "--report"}, {!o->kernels.empty(), "--kernels"},
+          {!o->report.empty(), "--report"}, {!o->kernels.empty(), "--kernels"},
           {o->repeat > 1, "--repeat"}, {o->fold_given, "--fold"}, {o->tp_collectives != "auto", "--tp-collectives"},
           {o->cp_exchanges != "auto", "--cp-exchanges"}, {o->ep_all_to_alls != "auto", "--ep-all-to-alls"},
           {o->zero_collectives != "auto", "--zero-collectives"},

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <optional>
 
 #include "simulator/cli/commands.hpp"
 #include "simulator/cli/run_jobs.hpp"
+#include "simulator/job_trace.hpp"
 #include "simulator/multi_job.hpp"
 #include "topologies/user_error.hpp"
 
@@ -161,12 +163,28 @@ void run_jobs_scenario(const JobsRunOptions& o) {
   if (!o.single_job_options.empty())
     throw UserError("command line", 0, o.single_job_options.front(),
                     "expected a single-job scenario for this option; a jobs scenario (jobs:) takes --set, --json, --csv, "
-                    "--solver and --allow-oom");
+                    "--trace, --trace-ranks, --solver and --allow-oom");
   const Solver solver = parse_solver(o.solver);
   const JobsScenario js = named_by("scenario", o.scenario, [&] { return load_jobs_scenario(o.scenario, o.overrides); });
+  if (o.trace_ranks && o.trace.empty())
+    throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
+  const int cluster_gpus = js.jobs.front().scenario.cluster.fabric.nodes * js.jobs.front().scenario.cluster.node.gpus;
+  const GpuSelection keep = o.trace_ranks ? parse_ranks(*o.trace_ranks, cluster_gpus) : GpuSelection{};
   if (!o.json.empty()) check_json_path(o.json);
   check_csv_path(o.csv, o.json);
-  const std::vector<JobOutcome> out = run_jobs(js, solver, o.allow_oom);
+  if (!o.trace.empty()) check_output_path(o.trace, "--trace");
+  // One trace of the run together, each job's GPUs named after it (job_trace.hpp).
+  std::optional<TraceWriter> trace;
+  std::vector<JobTrace> views;
+  std::vector<TraceSink*> sinks;
+  if (!o.trace.empty()) {
+    trace.emplace(o.trace, keep, "--trace");
+    views.reserve(js.jobs.size());
+    for (std::size_t k = 0; k < js.jobs.size(); ++k)
+      sinks.push_back(&views.emplace_back(*trace, js.jobs[k].name, static_cast<int>(k), static_cast<int>(js.jobs.size())));
+  }
+  const std::vector<JobOutcome> out = run_jobs(js, solver, o.allow_oom, sinks);
+  if (trace) trace->finish();
   if (!o.json.empty()) write_json(o.json, jobs_json(js, out, o));
   if (!o.csv.empty()) write_csv(o.csv, jobs_json(js, out, o)["jobs"]);
   if (table_to_stdout(o.json, o.csv)) print_jobs(js, out);

@@ -1,0 +1,106 @@
+// `run JOBS.yaml --trace`: one trace of the jobs running together. Each job's GPUs are processes
+// named after the job, each job's slices end at its own together time, and every pipeline arrow
+// joins a send and a receive of one job (each job numbers its arrows alike, so a shared id would
+// draw an arrow from one job into the other).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "one_line_error.hpp"
+#include "support.hpp"
+
+namespace test = clustersim::test;
+
+namespace {
+
+/// Two jobs of Megatron's 1.7B, each on 2 GPUs as pp 2 (pipeline transfers to draw), scattered
+/// over the small fat tree's four one-GPU nodes: a on nodes 0 and 2, b on 1 and 3.
+std::string two_pipelines() {
+  const std::string job = test::small_megatron_scenario("multi-job-trace", test::kSmallFatTreeYaml, "{tp: 1, pp: 2, dp: 1}");
+  const std::string dir = job.substr(0, job.rfind('/'));
+  std::ofstream(dir + "/jobs.yaml") << "name: two-pipelines\ncluster: clusters/cluster.yaml\njobs:\n"
+                                    << "  - {name: a, scenario: scenario.yaml, set: [gpus=2], placement: scattered}\n"
+                                    << "  - {name: b, scenario: scenario.yaml, set: [gpus=2], placement: scattered}\n";
+  return dir + "/jobs.yaml";
+}
+
+struct Traced {
+  nlohmann::json trace, report;
+};
+
+Traced run_traced(const std::string& jobs, const std::string& extra = "") {
+  const std::string trace = test::temp_file("", ".json");
+  Traced out;
+  out.report = test::cli_json("run " + jobs + " --trace " + trace + extra);
+  std::ifstream in(trace);
+  out.trace = nlohmann::json::parse(in);
+  return out;
+}
+
+/// Process names by pid.
+std::map<int, std::string> processes(const nlohmann::json& trace) {
+  std::map<int, std::string> out;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name") out[e["pid"].get<int>()] = e["args"]["name"];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a jobs run's trace names each GPU's job and ends each job's slices at its together time") {
+  const Traced t = run_traced(two_pipelines());
+  const auto named = processes(t.trace);
+  std::map<std::string, std::set<int>> gpus_of;  // job -> its traced GPUs
+  for (const auto& job : t.report["jobs"]) {
+    INFO(job.dump());
+    for (int node : job["nodes"]) {  // one GPU per node
+      REQUIRE(named.count(node) == 1);
+      CHECK(named.at(node).find("(job " + job["job"].get<std::string>() + ", pipeline rank ") != std::string::npos);
+      gpus_of[job["job"]].insert(node);
+    }
+  }
+  CHECK(named.size() == 4);
+  CHECK(gpus_of["a"] == std::set<int>{0, 2});
+  CHECK(gpus_of["b"] == std::set<int>{1, 3});
+  std::map<int, double> end_us;
+  for (const auto& e : t.trace["traceEvents"])
+    if (e["ph"] == "X") end_us[e["pid"]] = std::max(end_us[e["pid"]], e["ts"].get<double>() + e["dur"].get<double>());
+  for (const auto& job : t.report["jobs"]) {
+    double last = 0;
+    for (int gpu : gpus_of[job["job"]]) last = std::max(last, end_us[gpu]);
+    CHECK(last == Approx(1e6 * job["together_s"].get<double>()).margin(0.01));
+  }
+  // Every arrow starts and finishes once, on two GPUs of one job.
+  std::map<std::uint64_t, int> start_pid, finish_pid;
+  for (const auto& e : t.trace["traceEvents"]) {
+    if (e["ph"] == "s") CHECK(start_pid.emplace(e["id"].get<std::uint64_t>(), e["pid"].get<int>()).second);
+    if (e["ph"] == "f") CHECK(finish_pid.emplace(e["id"].get<std::uint64_t>(), e["pid"].get<int>()).second);
+  }
+  REQUIRE(start_pid.size() == 2 * 2 * 16);  // each job's 16 microbatches go forward once and back
+  REQUIRE(finish_pid.size() == start_pid.size());
+  for (const auto& [id, from] : start_pid) {
+    INFO("arrow " << id);
+    REQUIRE(finish_pid.count(id) == 1);
+    const int to = finish_pid.at(id);
+    CHECK(from != to);
+    CHECK(from % 2 == to % 2);  // a's GPUs are even, b's odd
+  }
+}
+
+TEST_CASE("a jobs run's --trace-ranks keeps those GPUs of the cluster, and names a GPU beyond it in one line") {
+  const std::string jobs = two_pipelines();
+  const Traced t = run_traced(jobs, " --trace-ranks 1,3");
+  const auto named = processes(t.trace);
+  REQUIRE(named.size() == 2);
+  CHECK(named.at(1).find("job b") != std::string::npos);
+  CHECK(named.at(3).find("job b") != std::string::npos);
+  const std::string trace = test::temp_file("", ".json");
+  test::require_one_line_error(test::run_cli("run " + jobs + " --trace " + trace + " --trace-ranks 0-4"),
+                               "error: command line: --trace-ranks:", "expected an integer from 0 to 3");
+  test::require_one_line_error(test::run_cli("run " + jobs + " --trace-ranks 0"), "error: command line: --trace-ranks:",
+                               "expected --trace as well");
+}
