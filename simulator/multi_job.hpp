@@ -8,6 +8,7 @@
 #include "simulator/engine.hpp"
 #include "simulator/iteration.hpp"
 #include "simulator/trace_sink.hpp"
+#include "simulator/training_run.hpp"
 #include "workloads/jobs.hpp"
 
 namespace clustersim {
@@ -16,9 +17,8 @@ struct JobOutcome {
   std::string name;
   int gpus = 0;
   std::vector<int> nodes;
-  IterationResult alone;     // the job by itself on the cluster, on the same nodes
-  IterationResult together;  // with every job of the scenario running at once
-  double tokens_per_s_together = 0;
+  RunReport alone;     // the job by itself on the cluster, on the same nodes
+  RunReport together;  // with every job of the scenario running at once
   double slowdown() const { return together.iteration_s / alone.iteration_s - 1; }
 };
 
@@ -27,7 +27,8 @@ struct JobOutcome {
 /// since other jobs may load the fabric links it crosses. Memory beyond a GPU's HBM is an
 /// OutOfMemoryError at the job's scenario unless allow_oom. `traces`, when given, holds one sink
 /// per job, which receives that job's trace of the run together (job_trace.hpp shares one file).
+/// `link_tiers` sums each link tier's bytes: a job's own alone, every job's together.
 std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver = Solver::fluid, bool allow_oom = false,
-                                 const std::vector<TraceSink*>& traces = {});
+                                 const std::vector<TraceSink*>& traces = {}, bool link_tiers = false);
 
 }  // namespace clustersim

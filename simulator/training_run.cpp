@@ -123,6 +123,41 @@ std::vector<StageMemory> checked_stage_memory(const ScenarioSpec& s, const Itera
   return memory;
 }
 
+void complete_report(RunReport& report, const ScenarioSpec& s, const IterationPlan& plan,
+                     const std::vector<StageMemory>& memory) {
+  report.hbm_bytes = s.gpu.hbm_bytes;
+  for (int g = 0; g < s.gpus() && !plan.gpu_speed.empty(); ++g) {
+    const int id = s.node_of(g) * s.cluster.node.gpus + g % s.cluster.node.gpus;
+    if (plan.gpu_speed[static_cast<std::size_t>(id)] < report.slowest_speed) {
+      report.slowest_speed = plan.gpu_speed[static_cast<std::size_t>(id)];
+      report.slowest_gpu = id;
+    }
+  }
+  const int shown = report.iteration.reported_replica, p = plan.shape.stages;
+  for (int r = 0; r < p; ++r)
+    report.rank_gpus.push_back(plan.unit_gpus.empty() ? plan.rank_gpu[static_cast<std::size_t>(r)]
+                                                      : plan.unit_gpus[static_cast<std::size_t>(shown * p + r)].front());
+  const double tokens = static_cast<double>(s.global_batch) * s.model.seq_len;
+  report.tokens_per_s = tokens / report.iteration_s;
+  const double executed =
+      training_flops_per_iteration(s.model, s.global_batch, s.recompute == Recompute::full);
+  report.model_tflops_per_gpu = executed / report.iteration_s / s.gpus() / 1e12;
+  report.mfu = model_flops_per_token(s.model) * report.tokens_per_s / s.gpus() / *s.gpu.peak_flops(s.precision);
+  if (s.heterogeneous()) {  // over the job's GPUs' own peaks, each node's model's
+    double peak_flops = 0;
+    for (int n = 0; n * s.cluster.node.gpus < s.gpus(); ++n)
+      peak_flops += *s.gpu_of_node(s.node_of(n * s.cluster.node.gpus)).peak_flops(s.precision) *
+                    std::min(s.cluster.node.gpus, s.gpus() - n * s.cluster.node.gpus);
+    report.mfu = model_flops_per_token(s.model) * report.tokens_per_s / peak_flops;
+  }
+  const std::vector<std::vector<std::string>> models = rank_gpu_models(s, plan);
+  for (std::size_t r = 0; r < memory.size(); ++r) {
+    std::string model;
+    for (const std::string& m : models.at(r)) model += (model.empty() ? "" : "+") + m;
+    report.stages.push_back({static_cast<int>(r), plan.rank_gpu[r], memory[r], report.iteration.ranks[r], model});
+  }
+}
+
 RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable* kernels, FoldMode fold, Solver solver,
                        Placements placement, bool link_tiers, TraceSink* trace) {
   IterationPlan plan = plan_iteration(s, kernels);
@@ -157,37 +192,7 @@ RunReport run_training(const ScenarioSpec& s, bool allow_oom, const KernelTable*
     if (report.flaps.rerouted() || trace) report.iteration = simulate_on(cluster, trace);
     report.iteration_s = report.iteration.iteration_s + report.flaps.stall_s;
   }
-  report.hbm_bytes = s.gpu.hbm_bytes;
-  for (int g = 0; g < s.gpus() && !plan.gpu_speed.empty(); ++g) {
-    const int id = s.node_of(g) * s.cluster.node.gpus + g % s.cluster.node.gpus;
-    if (plan.gpu_speed[static_cast<std::size_t>(id)] < report.slowest_speed) {
-      report.slowest_speed = plan.gpu_speed[static_cast<std::size_t>(id)];
-      report.slowest_gpu = id;
-    }
-  }
-  const int shown = report.iteration.reported_replica, p = plan.shape.stages;
-  for (int r = 0; r < p; ++r)
-    report.rank_gpus.push_back(plan.unit_gpus.empty() ? plan.rank_gpu[static_cast<std::size_t>(r)]
-                                                      : plan.unit_gpus[static_cast<std::size_t>(shown * p + r)].front());
-  const double tokens = static_cast<double>(s.global_batch) * s.model.seq_len;
-  report.tokens_per_s = tokens / report.iteration_s;
-  const double executed =
-      training_flops_per_iteration(s.model, s.global_batch, s.recompute == Recompute::full);
-  report.model_tflops_per_gpu = executed / report.iteration_s / s.gpus() / 1e12;
-  report.mfu = model_flops_per_token(s.model) * report.tokens_per_s / s.gpus() / *s.gpu.peak_flops(s.precision);
-  if (s.heterogeneous()) {  // over the job's GPUs' own peaks, each node's model's
-    double peak_flops = 0;
-    for (int n = 0; n * s.cluster.node.gpus < s.gpus(); ++n)
-      peak_flops += *s.gpu_of_node(s.node_of(n * s.cluster.node.gpus)).peak_flops(s.precision) *
-                    std::min(s.cluster.node.gpus, s.gpus() - n * s.cluster.node.gpus);
-    report.mfu = model_flops_per_token(s.model) * report.tokens_per_s / peak_flops;
-  }
-  const std::vector<std::vector<std::string>> models = rank_gpu_models(s, plan);
-  for (std::size_t r = 0; r < memory.size(); ++r) {
-    std::string model;
-    for (const std::string& m : models.at(r)) model += (model.empty() ? "" : "+") + m;
-    report.stages.push_back({static_cast<int>(r), plan.rank_gpu[r], memory[r], report.iteration.ranks[r], model});
-  }
+  complete_report(report, s, plan, memory);
   return report;
 }
 

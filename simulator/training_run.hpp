@@ -64,6 +64,12 @@ FoldMode fold_under(const VariabilitySpec& variability, FoldMode asked);
 /// across replicas too.
 FoldMode fold_under(const ScenarioSpec& scenario, FoldMode asked);
 
+/// Fills what follows from a simulated iteration (report.iteration and iteration_s set): throughput,
+/// MFU, the slowest GPU, each stage's time and `memory`, and the GPUs the reported replica's events
+/// name. run_training's, and each job's of a jobs scenario (multi_job.hpp).
+void complete_report(RunReport& report, const ScenarioSpec& scenario, const IterationPlan& plan,
+                     const std::vector<StageMemory>& memory);
+
 /// Simulates one iteration. A scenario's variability (workloads/variability.hpp) degrades and fails
 /// its links before anything is routed and sets each GPU's speed; under it `FoldMode::assume`
 /// becomes exact, since variability is what makes replicas unlike. Memory beyond the GPU's HBM is an OutOfMemoryError naming the stage,

@@ -100,7 +100,7 @@ TEST_CASE("two jobs interleaved over the same leaves slow each other by the othe
   CHECK(together - alone == Approx(gradient / 50e9).epsilon(1e-12));
   for (const JobOutcome& r : out) {
     CHECK(r.together.iteration_s - r.alone.iteration_s == Approx(together - alone).epsilon(1e-9));
-    CHECK(r.together.simulated_replicas == 2);
+    CHECK(r.together.iteration.simulated_replicas == 2);
   }
   CHECK(out[0].alone.iteration_s == Approx(out[1].alone.iteration_s).epsilon(1e-12));  // mirror images
 }

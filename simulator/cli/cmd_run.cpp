@@ -287,10 +287,11 @@ void add_run_command(CLI::App& app) {
       throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
     check_input_path(o->scenario, "scenario");
     if (is_jobs_scenario(o->scenario)) {  // several jobs on one cluster: cmd_run_jobs.cpp
-      JobsRunOptions jobs{o->scenario, o->overrides, o->json, o->csv, o->solver, o->trace, {}, o->allow_oom, {}};
+      JobsRunOptions jobs{o->scenario, o->overrides, o->json,          o->csv, o->solver, o->trace,
+                          o->report,   o->topology_level, std::nullopt, o->allow_oom, {}};
       if (trace_ranks->count() > 0) jobs.trace_ranks = o->trace_ranks;
       const std::pair<bool, const char*> single[] = {
-          {!o->report.empty(), "--report"}, {!o->kernels.empty(), "--kernels"},
+          {!o->kernels.empty(), "--kernels"},
           {o->repeat > 1, "--repeat"}, {o->fold_given, "--fold"}, {o->tp_collectives != "auto", "--tp-collectives"},
           {o->cp_exchanges != "auto", "--cp-exchanges"}, {o->ep_all_to_alls != "auto", "--ep-all-to-alls"},
           {o->zero_collectives != "auto", "--zero-collectives"},

@@ -50,8 +50,8 @@ nlohmann::ordered_json breakdown_json(const RankBreakdown& b) {
 /// Each pipeline stage of a job, alone and together: where the slowdown went.
 nlohmann::ordered_json stages_json(const JobOutcome& r) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (std::size_t k = 0; k < r.together.ranks.size(); ++k)
-    out.push_back({{"stage", k}, {"alone_s", breakdown_json(r.alone.ranks[k])}, {"together_s", breakdown_json(r.together.ranks[k])}});
+  for (std::size_t k = 0; k < r.together.iteration.ranks.size(); ++k)
+    out.push_back({{"stage", k}, {"alone_s", breakdown_json(r.alone.iteration.ranks[k])}, {"together_s", breakdown_json(r.together.iteration.ranks[k])}});
   return out;
 }
 
@@ -94,17 +94,17 @@ nlohmann::ordered_json jobs_json(const JobsScenario& js, const std::vector<JobOu
                          {"together_s", r.together.iteration_s},
                          {"slowdown", r.slowdown()},
                          {"tokens_per_s_alone", tokens / r.alone.iteration_s},
-                         {"tokens_per_s_together", r.tokens_per_s_together},
-                         {"replicas", r.together.replicas},
-                         {"simulated_replicas", r.together.simulated_replicas},
-                         {"tp_collectives", r.together.tp_collectives},
-                         {"cp_exchanges", r.together.cp_exchanges},
-                         {"ep_all_to_alls", r.together.ep_all_to_alls},
-                         {"zero_collectives", r.together.zero_collectives},
-                         {"exposed_dp_s", {{"alone", largest(r.alone, &RankBreakdown::dp_exposed_s)},
-                                           {"together", largest(r.together, &RankBreakdown::dp_exposed_s)}}},
-                         {"exposed_pp_s", {{"alone", largest(r.alone, &RankBreakdown::pp_exposed_s)},
-                                           {"together", largest(r.together, &RankBreakdown::pp_exposed_s)}}},
+                         {"tokens_per_s_together", r.together.tokens_per_s},
+                         {"replicas", r.together.iteration.replicas},
+                         {"simulated_replicas", r.together.iteration.simulated_replicas},
+                         {"tp_collectives", r.together.iteration.tp_collectives},
+                         {"cp_exchanges", r.together.iteration.cp_exchanges},
+                         {"ep_all_to_alls", r.together.iteration.ep_all_to_alls},
+                         {"zero_collectives", r.together.iteration.zero_collectives},
+                         {"exposed_dp_s", {{"alone", largest(r.alone.iteration, &RankBreakdown::dp_exposed_s)},
+                                           {"together", largest(r.together.iteration, &RankBreakdown::dp_exposed_s)}}},
+                         {"exposed_pp_s", {{"alone", largest(r.alone.iteration, &RankBreakdown::pp_exposed_s)},
+                                           {"together", largest(r.together.iteration, &RankBreakdown::pp_exposed_s)}}},
                          {"stages", stages_json(r)}});
   }
   return j;
@@ -128,33 +128,61 @@ void print_jobs(const JobsScenario& js, const std::vector<JobOutcome>& out) {
     std::cout << fmt::format("  {:<10} {:>6} {:<16} {:<13} {:>10.3f} {:>12.3f} {:>+8.2f}% {:>19} {:>19}\n", r.name, r.gpus,
                              nodes_text(r.nodes), to_string(js.jobs[k].placement.policy), r.alone.iteration_s,
                              r.together.iteration_s, percent,
-                             fmt::format("{:.3f} -> {:.3f}", largest(r.alone, &RankBreakdown::dp_exposed_s),
-                                         largest(r.together, &RankBreakdown::dp_exposed_s)),
-                             fmt::format("{:.3f} -> {:.3f}", largest(r.alone, &RankBreakdown::pp_exposed_s),
-                                         largest(r.together, &RankBreakdown::pp_exposed_s)));
+                             fmt::format("{:.3f} -> {:.3f}", largest(r.alone.iteration, &RankBreakdown::dp_exposed_s),
+                                         largest(r.together.iteration, &RankBreakdown::dp_exposed_s)),
+                             fmt::format("{:.3f} -> {:.3f}", largest(r.alone.iteration, &RankBreakdown::pp_exposed_s),
+                                         largest(r.together.iteration, &RankBreakdown::pp_exposed_s)));
   }
   for (const JobOutcome& r : out)
-    if (!r.together.tp_collectives.empty()) std::cout << fmt::format("TP collectives of {:<6} {}\n", r.name, r.together.tp_collectives);
+    if (!r.together.iteration.tp_collectives.empty()) std::cout << fmt::format("TP collectives of {:<6} {}\n", r.name, r.together.iteration.tp_collectives);
   for (const JobOutcome& r : out)
-    if (!r.together.cp_exchanges.empty()) std::cout << fmt::format("CP exchanges of {:<8} {}\n", r.name, r.together.cp_exchanges);
+    if (!r.together.iteration.cp_exchanges.empty()) std::cout << fmt::format("CP exchanges of {:<8} {}\n", r.name, r.together.iteration.cp_exchanges);
   for (const JobOutcome& r : out)
-    if (!r.together.ep_all_to_alls.empty()) std::cout << fmt::format("EP all-to-alls of {:<6} {}\n", r.name, r.together.ep_all_to_alls);
+    if (!r.together.iteration.ep_all_to_alls.empty()) std::cout << fmt::format("EP all-to-alls of {:<6} {}\n", r.name, r.together.iteration.ep_all_to_alls);
   for (const JobOutcome& r : out)
-    if (!r.together.zero_collectives.empty())
-      std::cout << fmt::format("ZeRO collectives of {:<4} {}\n", r.name, r.together.zero_collectives);
+    if (!r.together.iteration.zero_collectives.empty())
+      std::cout << fmt::format("ZeRO collectives of {:<4} {}\n", r.name, r.together.iteration.zero_collectives);
   // Per job and stage, alone -> together: which waits the other jobs lengthened.
   for (const JobOutcome& r : out) {
     std::cout << fmt::format("# stages of job {} (s, alone -> together; the breakdown of its slowest replica)\n", r.name);
     std::cout << fmt::format("# {:>5} {:>9} {:>19} {:>19} {:>19} {:>19}\n", "stage", "compute", "bubble", "exposed PP",
                              "exposed DP", "idle");
     auto moved = [](Seconds a, Seconds b) { return fmt::format("{:.3f} -> {:.3f}", a, b); };
-    for (std::size_t k = 0; k < r.together.ranks.size(); ++k) {
-      const RankBreakdown &a = r.alone.ranks[k], &t = r.together.ranks[k];
+    for (std::size_t k = 0; k < r.together.iteration.ranks.size(); ++k) {
+      const RankBreakdown &a = r.alone.iteration.ranks[k], &t = r.together.iteration.ranks[k];
       std::cout << fmt::format("  {:>5} {:>9.3f} {:>19} {:>19} {:>19} {:>19}\n", k, t.compute_s + t.recompute_s,
                                moved(a.bubble_s, t.bubble_s), moved(a.pp_exposed_s, t.pp_exposed_s),
                                moved(a.dp_exposed_s, t.dp_exposed_s), moved(a.other_idle_s, t.other_idle_s));
     }
   }
+}
+
+/// One page: each job's iteration alone and together on one time scale (its timeline, where each
+/// stage's time went, its memory, its link tiers: its own traffic alone, every job's together), then
+/// the cluster.
+std::string jobs_report_html(const JobsScenario& js, const std::vector<JobOutcome>& out, std::optional<PictureLevel> level) {
+  const ScenarioSpec& first = js.jobs.front().scenario;
+  ReportPage page;
+  page.title = "clustersim run: " + js.name;
+  page.facts = {{"scenario", js.name + " (" + js.file + ")"},
+                {"cluster", fmt::format("{} nodes of {} {} ({})", first.cluster.fabric.nodes, first.cluster.node.gpus,
+                                        first.gpu.name, first.cluster.name)}};
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const JobOutcome& r = out[k];
+    page.facts.push_back({"job " + r.name, fmt::format("{} GPUs on nodes {} ({}): {:.3f} s alone, {:.3f} s together ({:+.2f}%)",
+                                                       r.gpus, nodes_text(r.nodes), to_string(js.jobs[k].placement.policy),
+                                                       r.alone.iteration_s, r.together.iteration_s, 100 * r.slowdown())});
+    page.runs.push_back(report_run(r.alone, r.name + " alone"));
+    page.runs.push_back(report_run(r.together, r.name + " together"));
+    page.runs.back().link_note = "Every job's traffic: " + page.runs.back().link_note;
+  }
+  page.gpu = first.gpu.name;
+  page.hbm_bytes = first.gpu.hbm_bytes;
+  const Cluster cluster = build_cluster(first.cluster);
+  const PictureLevel drawn = level ? *level : default_picture_level(cluster);
+  page.topology_svg = topology_svg(cluster, drawn);
+  page.topology_note = fmt::format("{} at the {} level; the jobs hold the nodes listed above.", first.cluster.name, to_string(drawn));
+  return report_html(page);
 }
 
 }  // namespace
@@ -163,7 +191,7 @@ void run_jobs_scenario(const JobsRunOptions& o) {
   if (!o.single_job_options.empty())
     throw UserError("command line", 0, o.single_job_options.front(),
                     "expected a single-job scenario for this option; a jobs scenario (jobs:) takes --set, --json, --csv, "
-                    "--trace, --trace-ranks, --solver and --allow-oom");
+                    "--trace, --trace-ranks, --report, --topology-level, --solver and --allow-oom");
   const Solver solver = parse_solver(o.solver);
   const JobsScenario js = named_by("scenario", o.scenario, [&] { return load_jobs_scenario(o.scenario, o.overrides); });
   if (o.trace_ranks && o.trace.empty())
@@ -173,6 +201,10 @@ void run_jobs_scenario(const JobsRunOptions& o) {
   if (!o.json.empty()) check_json_path(o.json);
   check_csv_path(o.csv, o.json);
   if (!o.trace.empty()) check_output_path(o.trace, "--trace");
+  if (!o.report.empty()) check_output_path(o.report, "--report");
+  const std::optional<PictureLevel> topology_level = parse_topology_level(o.topology_level, "--topology-level");
+  if (topology_level && o.report.empty())
+    throw UserError("command line", 0, "--topology-level", "expected --report as well: it sets the level of the report's cluster picture");
   // One trace of the run together, each job's GPUs named after it (job_trace.hpp).
   std::optional<TraceWriter> trace;
   std::vector<JobTrace> views;
@@ -183,10 +215,11 @@ void run_jobs_scenario(const JobsRunOptions& o) {
     for (std::size_t k = 0; k < js.jobs.size(); ++k)
       sinks.push_back(&views.emplace_back(*trace, js.jobs[k].name, static_cast<int>(k), static_cast<int>(js.jobs.size())));
   }
-  const std::vector<JobOutcome> out = run_jobs(js, solver, o.allow_oom, sinks);
+  const std::vector<JobOutcome> out = run_jobs(js, solver, o.allow_oom, sinks, !o.report.empty());
   if (trace) trace->finish();
   if (!o.json.empty()) write_json(o.json, jobs_json(js, out, o));
   if (!o.csv.empty()) write_csv(o.csv, jobs_json(js, out, o)["jobs"]);
+  if (!o.report.empty()) write_file(o.report, jobs_report_html(js, out, topology_level), "--report");
   if (table_to_stdout(o.json, o.csv)) print_jobs(js, out);
 }
 

@@ -14,6 +14,7 @@ struct JobsRunOptions {
   std::vector<std::string> overrides;
   std::string json, csv, solver;
   std::string trace;  // --trace: the jobs together
+  std::string report, topology_level;  // --report: each job alone and together
   std::optional<std::string> trace_ranks;  // its GPUs by cluster-wide id; none: each job's first GPU per rank
   bool allow_oom = false;
   /// Options of a single-job run given on the command line, which a jobs run refuses.

@@ -1,15 +1,20 @@
-// `run JOBS.yaml --trace`: one trace of the jobs running together. Each job's GPUs are processes
-// named after the job, each job's slices end at its own together time, and every pipeline arrow
-// joins a send and a receive of one job (each job numbers its arrows alike, so a shared id would
-// draw an arrow from one job into the other).
+// `run JOBS.yaml --trace` and `--report`. The trace is one trace of the jobs running together: each
+// job's GPUs are processes named after the job, each job's slices end at its own together time, and
+// every pipeline arrow joins a send and a receive of one job (each job numbers its arrows alike, so
+// a shared id would draw an arrow from one job into the other). The report draws each job alone and
+// together: bars that add up to each run's iteration, and link tiers that carry, together, the sum
+// of what each job carried alone.
 #include <catch2/catch.hpp>
 
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "browser_check.hpp"
+#include "html_text.hpp"
 #include "one_line_error.hpp"
 #include "support.hpp"
 
@@ -103,4 +108,47 @@ TEST_CASE("a jobs run's --trace-ranks keeps those GPUs of the cluster, and names
                                "error: command line: --trace-ranks:", "expected an integer from 0 to 3");
   test::require_one_line_error(test::run_cli("run " + jobs + " --trace-ranks 0"), "error: command line: --trace-ranks:",
                                "expected --trace as well");
+}
+
+TEST_CASE("a jobs run's report draws each job alone and together, its links carrying every job's bytes together") {
+  const std::string jobs = two_pipelines(), page = test::temp_file("", ".html");
+  const nlohmann::json report = test::cli_json("run " + jobs + " --report " + page);
+  const std::string html = test::read_file(page);
+  for (const char* id : {"summary", "timeline", "breakdown", "memory", "links", "topology"})
+    CHECK(test::count_of(html, std::string("<section id=\"") + id + "\"") == 1);
+  // Each run's stage bars add up to its iteration: a and b, alone and together.
+  const std::regex bar("<g class=\"bar\" data-run=\"([^\"]*)\" data-stage=\"([0-9]+)\" data-total=\"([^\"]+)\"");
+  const std::string breakdown = test::section(html, "breakdown");
+  std::map<std::string, double> total_s;
+  for (auto b = std::sregex_iterator(breakdown.begin(), breakdown.end(), bar); b != std::sregex_iterator(); ++b)
+    total_s[(*b)[1]] = std::stod((*b)[3]);
+  REQUIRE(total_s.size() == 4);
+  for (const auto& job : report["jobs"]) {
+    const std::string name = job["job"];
+    CHECK(total_s.at(name + " alone") == Approx(job["alone_s"].get<double>()).epsilon(1e-9));
+    CHECK(total_s.at(name + " together") == Approx(job["together_s"].get<double>()).epsilon(1e-9));
+  }
+  // Link tables in page order: a alone, a together, b alone, b together; GB per tier.
+  const std::string links = test::section(html, "links");
+  const std::regex row("<tr data-tier=\"([^\"]+)\"><td>[^<]*</td><td>[^<]*</td><td class=\"num\">[0-9]+</td><td class=\"num\">([0-9.]+)</td>");
+  std::vector<std::map<std::string, double>> tables;
+  for (auto r = std::sregex_iterator(links.begin(), links.end(), row); r != std::sregex_iterator(); ++r) {
+    if (tables.empty() || tables.back().count((*r)[1])) tables.emplace_back();
+    tables.back()[(*r)[1]] = std::stod((*r)[2]);
+  }
+  REQUIRE(tables.size() == 4);
+  double fabric_gb = 0;
+  for (const auto& [tier, gb] : tables[0]) {
+    INFO(tier);
+    CHECK(tables[1].at(tier) == Approx(tables[0].at(tier) + tables[2].at(tier)).margin(0.11));  // each {:.1f}
+    CHECK(tables[3].at(tier) == tables[1].at(tier));
+    fabric_gb += gb;
+  }
+  CHECK(fabric_gb > 0);  // the pipeline transfers cross the fabric
+  if (test::have_chromium()) {
+    const std::vector<std::string> problems = test::browser_problems(
+        page, {"summary", "timeline", "breakdown", "memory", "links", "topology"}, test::blank_screenshot_bytes());
+    for (const std::string& p : problems) UNSCOPED_INFO(p);
+    CHECK(problems.empty());
+  }
 }
