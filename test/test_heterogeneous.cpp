@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 
 #include "one_line_error.hpp"
 #include "support.hpp"
@@ -81,6 +82,29 @@ TEST_CASE("replicas on unlike GPU models fold apart, and the fold stays exact") 
   const nlohmann::json staged = run(mixed, "{tp: 8, pp: 2, dp: 2, stage_gpus: [A100-SXM-80GB, H100-SXM]}");
   const nlohmann::json staged_every = run(mixed, "{tp: 8, pp: 2, dp: 2, stage_gpus: [A100-SXM-80GB, H100-SXM]}", " --fold none");
   CHECK(test::relative_error(staged["iteration_s"].get<double>(), staged_every["iteration_s"].get<double>()) < 1e-9);
+}
+
+TEST_CASE("a job that stage_gpus places on later nodes is traced by its GPUs' cluster ids") {
+  // 16 GPUs as tp 8 x pp 2, both stages on the H100 nodes 2 and 3: GPUs 16-31 of the cluster.
+  const std::string scenario = test::small_megatron_scenario("hetero-trace", four_nodes("A100-SXM-80GB", kMixed),
+                                                             "{tp: 8, pp: 2, dp: 1, stage_gpus: [H100-SXM, H100-SXM]}");
+  const std::string trace = test::temp_file("", ".json");
+  const auto r = test::run_cli("run " + scenario + " --set gpus=16 --trace " + trace + " --trace-ranks 16,24");
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(trace);
+  const nlohmann::json t = nlohmann::json::parse(in);
+  std::map<int, std::string> named;
+  for (const auto& e : t["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name") named[e["pid"].get<int>()] = e["args"]["name"];
+  REQUIRE(named.size() == 2);
+  CHECK(named.at(16).find("pipeline rank 0") != std::string::npos);
+  CHECK(named.at(24).find("pipeline rank 1") != std::string::npos);
+  // GPUs the job does not hold, below its highest: none kept is one line; beyond the cluster's nodes it holds, out of range.
+  test::require_one_line_error(test::run_cli("run " + scenario + " --set gpus=16 --trace " + trace + " --trace-ranks 0-15"),
+                               "error: command line: --trace-ranks:", "expected GPUs that take part in the job");
+  test::require_one_line_error(test::run_cli("run " + scenario + " --set gpus=16 --trace " + trace + " --trace-ranks 32"),
+                               "error: command line: --trace-ranks:", "expected an integer from 0 to 31");
 }
 
 TEST_CASE("the memory check is per GPU model: a stage that fits an H200 does not fit an H100") {

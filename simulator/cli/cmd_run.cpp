@@ -1,4 +1,6 @@
 // `clustersim run`: one training iteration of a scenario, with where its time and memory go.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -315,7 +317,10 @@ void add_run_command(CLI::App& app) {
     spdlog::info("scenario {} ({}): {} GPUs as tp {} x cp {} x pp {} x dp {} (ep {}), model {}, cluster {} ({}), GPU {} from {}",
                  s.name, s.file, s.gpus(), s.layout.tp, s.layout.cp, s.layout.pp, s.layout.dp, s.ep, s.model.name,
                  s.cluster.name, s.cluster_file, s.gpu.name, s.catalog_file);
-    const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, s.gpus()) : GpuSelection{};
+    // GPUs by cluster id: a job that stage_gpus places on chosen nodes holds ids beyond its count.
+    const int highest_node = s.nodes.empty() ? -1 : *std::max_element(s.nodes.begin(), s.nodes.end());
+    const int traceable = s.nodes.empty() ? s.gpus() : (highest_node + 1) * s.cluster.node.gpus;
+    const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, traceable) : GpuSelection{};
     if (fold_under(s, fold) != fold) {
       if (o->fold_given)
         throw UserError("command line", 0, "--fold",
