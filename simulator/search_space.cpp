@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "simulator/search_screen.hpp"
+#include "topologies/user_error.hpp"
 
 namespace clustersim {
 
@@ -55,6 +56,13 @@ SearchSpace search_space(const ScenarioSpec& s, const std::vector<std::string>& 
   std::vector<int> divisors;
   for (int d = 1; d <= std::min(gpus, s.model.layers); ++d)
     if (gpus % d == 0) divisors.push_back(d);
+  // parallel.stage_gpus names one GPU model per pipeline rank, so it fixes pp.
+  const bool staged = !s.stage_gpus.empty();
+  if (staged && has(vary, "pp"))
+    throw UserError("command line", 0, "--vary",
+                    fmt::format("expected dimensions without pp: the scenario's parallel.stage_gpus names the GPU models "
+                                "of {} pipeline ranks, which fixes pp",
+                                s.stage_gpus.size()));
   out.pp = fixed_or("pp", s.layout.pp, divisors);
   out.cp = fixed_or("cp", s.layout.cp, powers_of_two(std::min(16, gpus)));
   out.ep = fixed_or("ep", s.ep, s.model.moe ? powers_of_two(std::min(s.model.moe->routed_experts, gpus)) : std::vector<int>{1});
@@ -68,7 +76,7 @@ SearchSpace search_space(const ScenarioSpec& s, const std::vector<std::string>& 
                                          : std::vector<Recompute>{s.recompute};
   out.schedules = has(vary, "schedule") ? all_schedules() : std::vector<const Schedule*>{s.schedule};
   // dp is what the GPUs leave: varying it alone changes nothing, so it is varied through pp (and tp, cp).
-  if (has(vary, "dp") && !has(vary, "pp")) out.pp = divisors;
+  if (has(vary, "dp") && !has(vary, "pp") && !staged) out.pp = divisors;
   return out;
 }
 

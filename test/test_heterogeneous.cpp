@@ -107,6 +107,21 @@ TEST_CASE("a job that stage_gpus places on later nodes is traced by its GPUs' cl
                                "error: command line: --trace-ranks:", "expected an integer from 0 to 31");
 }
 
+TEST_CASE("search keeps the pp that stage_gpus fixes, so every verified configuration runs on its stages' models") {
+  const std::string scenario = test::source_path("scenarios/heterogeneous/llama3-70b-h100-h200.yaml");
+  // Without --vary every dimension but pp varies; each row the engine verifies runs (a pp other than
+  // stage_gpus' four would be the scenario's error, "not run").
+  const nlohmann::json j = test::cli_json("search " + scenario + " --top 2 --vary tp,cp,dp,microbatch -q");
+  REQUIRE(j["rows"].size() == 2);
+  for (const auto& row : j["rows"]) {
+    INFO(row.dump());
+    CHECK(row["pp"] == 4);
+    CHECK(row["engine"]["iteration_s"].get<double>() > 0);
+  }
+  test::require_one_line_error(test::run_cli("search " + scenario + " --vary tp,pp"), "error: command line: --vary:",
+                               "expected dimensions without pp: the scenario's parallel.stage_gpus names the GPU models of 4");
+}
+
 TEST_CASE("the memory check is per GPU model: a stage that fits an H200 does not fit an H100") {
   const std::string scenario = test::source_path("scenarios/heterogeneous/llama3-70b-h100-h200.yaml");
   const auto r = test::run_cli("run " + scenario + " --set parallel.stage_gpus=H200-SXM,H100-SXM,H200-SXM,H100-SXM");

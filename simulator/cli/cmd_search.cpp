@@ -109,7 +109,7 @@ void add_search_command(CLI::App& app) {
     for (const std::string& d : o->vary)
       if (std::find(dims.begin(), dims.end(), d) == dims.end())
         throw UserError("command line", 0, "--vary", "expected dimensions from " + all + "; got '" + d + "'");
-    const std::vector<std::string> vary = o->vary.empty() ? dims : o->vary;
+    std::vector<std::string> vary = o->vary.empty() ? dims : o->vary;
     const int top = static_cast<int>(parse_integer(o->top, "--top", 0, 10000));
     const int jobs = static_cast<int>(parse_integer(o->jobs, "-j", 1, 256));
     check_input_path(o->scenario, "scenario");
@@ -117,6 +117,8 @@ void add_search_command(CLI::App& app) {
     // The scenario as given; then its GPU count and batch, which need not suit its own layout (the
     // search changes that): dp follows the GPUs, and each verified configuration is loaded anew.
     ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
+    // A scenario whose parallel.stage_gpus names each pipeline rank's GPU model keeps its pp.
+    if (o->vary.empty() && !base.stage_gpus.empty()) vary.erase(std::find(vary.begin(), vary.end(), "pp"));
     if (!o->gpus.empty()) {
       const long per_replica = static_cast<long>(base.layout.tp) * base.layout.cp * base.layout.pp;
       const long gpus = parse_integer(o->gpus, "--gpus", per_replica, base.cluster.gpu_count());
