@@ -106,7 +106,11 @@ const RawCosts& Screen::State::raw_costs(const Configuration& c) {
   const double w = out->plan.gradient_bytes_per_param;
   const int moe_layers = m.moe ? m.layers - m.moe->dense_layers : 0;
   const int probe_moe_layers = m.moe ? 1 : 0;
-  out->dense_params_per_layer = (static_cast<double>(sp.gradient_bytes) / w - out->embedding_params) / s.model.layers;
+  // The probe's one stage is both first and last: it holds the output layer's own copy of the
+  // embedding too unless the two are tied.
+  const double embedding_copies = m.tied_embeddings ? 1 : 2;
+  out->dense_params_per_layer =
+      (static_cast<double>(sp.gradient_bytes) / w - embedding_copies * out->embedding_params) / s.model.layers;
   out->expert_params_per_moe_layer = moe_layers > 0 ? static_cast<double>(sp.expert_gradient_bytes) / w / probe_moe_layers : 0;
   out->activation_bytes = sp.activation_bytes;
   out->p2p_gather_bytes = out->plan.p2p_gather_bytes;

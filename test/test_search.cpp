@@ -26,6 +26,8 @@ void check_screen(const std::string& scenario, const std::string& vary, int expe
     REQUIRE(row["engine"].contains("iteration_s"));
     const double engine = row["engine"]["iteration_s"].get<double>(), screen = row["screen"]["iteration_s"].get<double>();
     CHECK(std::abs(screen - engine) / engine < 0.05);
+    // Memory is the same model's: the fullest stage, per GPU, as the engine's run counts it.
+    CHECK(row["screen"]["memory_bytes"].get<double>() == Approx(row["engine"]["memory_bytes"].get<double>()).epsilon(1e-9));
     if (engine < engine_best) engine_best = engine, screen_of_best = screen;
   }
   // Its place in the screen's ranking: one more than the configurations the screen thinks faster.
@@ -47,6 +49,13 @@ TEST_CASE("search: GPT-3 175B on 1024 A100s, virtual stages x microbatch, screen
   // not interleaved); microbatches 1, 2, 4 leave 96, 48, 24 per pipeline, whole groups of p = 8
   // (8 and 16 leave 12 and 6, which Megatron's groups cannot split).
   check_screen("scenarios/gpt3-175b-a100-1024.yaml", "microbatch,vpp", 12);
+}
+
+TEST_CASE("search: Llama 3 70B on 1024 H100s, untied embeddings, recompute screened within 5% and its memory exact") {
+  // The screen's per-layer parameters come from a one-stage probe that holds the embedding and,
+  // untied, the output layer's own copy: counting one copy put an extra embedding into every layer
+  // (20 per stage here, +15.6 GiB per GPU), and rejected layouts that fit.
+  check_screen("scenarios/llama3-70b-h100-1024.yaml", "recompute", 3);
 }
 
 TEST_CASE("search --json - is one document: the header, rows ranked by the engine, a front no row dominates") {
