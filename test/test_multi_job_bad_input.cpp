@@ -87,6 +87,19 @@ TEST_CASE("a single-job option on a jobs scenario is one line naming it") {
                                "expected cluster.FIELD=VALUE or JOB.FIELD=VALUE");
 }
 
+TEST_CASE("a jobs run's trace and report options are checked before it runs, one line each") {
+  const std::string path = jobs_file("jobs:\n  - {name: a, " + kJob + "}\n");
+  const std::string nowhere = "/nonexistent-clustersim-dir/out";
+  test::require_one_line_error(test::run_cli("run " + path + " --report " + nowhere + ".html"),
+                               "error: " + nowhere + ".html: --report:", "does not exist");
+  test::require_one_line_error(test::run_cli("run " + path + " --trace " + nowhere + ".json"),
+                               "error: " + nowhere + ".json: --trace:", "does not exist");
+  test::require_one_line_error(test::run_cli("run " + path + " --topology-level leaf"), "error: command line: --topology-level:",
+                               "expected --report as well");
+  test::require_one_line_error(test::run_cli("run " + path + " --report /tmp/x.html --topology-level rack"),
+                               "error: command line: --topology-level:", "expected node, leaf or spine, got 'rack'");
+}
+
 TEST_CASE("a job's set: entry for the shared cluster is one line at that entry") {
   expect_error("jobs:\n  - name: a\n    scenario: scenario.yaml\n    set:\n      - gpus=2\n      - cluster.fabric.nodes=8\n",
                "cluster.fabric.nodes=8", "jobs[0].set[1]", "expected a field of the job's scenario: the jobs share the cluster");

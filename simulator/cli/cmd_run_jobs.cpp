@@ -178,10 +178,7 @@ std::string jobs_report_html(const JobsScenario& js, const std::vector<JobOutcom
   }
   page.gpu = first.gpu.name;
   page.hbm_bytes = first.gpu.hbm_bytes;
-  const Cluster cluster = build_cluster(first.cluster);
-  const PictureLevel drawn = level ? *level : default_picture_level(cluster);
-  page.topology_svg = topology_svg(cluster, drawn);
-  page.topology_note = fmt::format("{} at the {} level; the jobs hold the nodes listed above.", first.cluster.name, to_string(drawn));
+  add_topology_picture(page, first.cluster, level, 0, "the jobs hold the nodes listed above");
   return report_html(page);
 }
 
@@ -196,8 +193,7 @@ void run_jobs_scenario(const JobsRunOptions& o) {
   const JobsScenario js = named_by("scenario", o.scenario, [&] { return load_jobs_scenario(o.scenario, o.overrides); });
   if (o.trace_ranks && o.trace.empty())
     throw UserError("command line", 0, "--trace-ranks", "expected --trace as well: it selects the GPUs of the trace");
-  const int cluster_gpus = js.jobs.front().scenario.cluster.fabric.nodes * js.jobs.front().scenario.cluster.node.gpus;
-  const GpuSelection keep = o.trace_ranks ? parse_ranks(*o.trace_ranks, cluster_gpus) : GpuSelection{};
+  const GpuSelection keep = o.trace_ranks ? parse_ranks(*o.trace_ranks, js.jobs.front().scenario.cluster.gpu_count()) : GpuSelection{};
   if (!o.json.empty()) check_json_path(o.json);
   check_csv_path(o.csv, o.json);
   if (!o.trace.empty()) check_output_path(o.trace, "--trace");

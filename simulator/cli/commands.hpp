@@ -141,8 +141,10 @@ ReportPage report_page(const ScenarioSpec& s, const std::string& command);
 /// --topology-level (run, compare) or --level (topology): node, leaf or spine; nullopt when not given.
 std::optional<PictureLevel> parse_topology_level(const std::string& text, const std::string& option);
 /// The cluster's picture on the report page, at `level` or else default_picture_level
-/// (topology_svg.hpp), with a note saying the level and how many of its GPUs the job uses.
-void add_topology_picture(ReportPage& page, const ClusterSpec& spec, std::optional<PictureLevel> level, int job_gpus);
+/// (topology_svg.hpp), with a note saying the level and how many of its GPUs the job uses, or
+/// `where` in its place when given (several jobs).
+void add_topology_picture(ReportPage& page, const ClusterSpec& spec, std::optional<PictureLevel> level, int job_gpus,
+                          const std::string& where = "");
 /// A report's run as JSON and back (report_rows.cpp): how compare's child processes hand theirs over.
 nlohmann::ordered_json report_run_json(const ReportRun& r);
 ReportRun report_run_from_json(const nlohmann::ordered_json& j);

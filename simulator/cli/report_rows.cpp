@@ -33,13 +33,15 @@ std::optional<PictureLevel> parse_topology_level(const std::string& text, const 
   return level;
 }
 
-void add_topology_picture(ReportPage& page, const ClusterSpec& spec, std::optional<PictureLevel> level, int job_gpus) {
+void add_topology_picture(ReportPage& page, const ClusterSpec& spec, std::optional<PictureLevel> level, int job_gpus,
+                          const std::string& where) {
   const Cluster cluster = build_cluster(spec);
   const PictureLevel drawn = level ? *level : default_picture_level(cluster);
   page.topology_svg = topology_svg(cluster, drawn);
-  page.topology_note = fmt::format("{} at the {} level{}; the job runs on its first {} of {} GPUs.", spec.name, to_string(drawn),
+  page.topology_note = fmt::format("{} at the {} level{}; {}.", spec.name, to_string(drawn),
                                    level ? "" : " (the finest with at most 40 boxes; --topology-level node|leaf|spine picks another)",
-                                   job_gpus, cluster.gpu_count());
+                                   where.empty() ? fmt::format("the job runs on its first {} of {} GPUs", job_gpus, cluster.gpu_count())
+                                                 : where);
 }
 
 nlohmann::ordered_json report_run_json(const ReportRun& r) {
