@@ -7,22 +7,18 @@
 
 namespace clustersim {
 
-namespace {
-
-Seconds compute_of(const std::vector<Segment>& segments) {
+Seconds segments_compute_s(const std::vector<Segment>& segments) {
   Seconds t = 0;
   for (const Segment& seg : segments)
     if (seg.kind == SegmentKind::compute || seg.kind == SegmentKind::recompute) t += seg.duration_s * seg.repeat;
   return t;
 }
 
-}  // namespace
-
 Seconds rank_compute_s(const IterationPlan& plan, int rank) {
   Seconds t = 0;
   for (int c = 0; c < plan.shape.chunks; ++c) {
     const StagePlan& sp = plan.stages[static_cast<std::size_t>(plan.schedule->chunk_stage(plan.shape, rank, c))];
-    t += compute_of(sp.forward) + compute_of(sp.backward_input) + compute_of(sp.backward_weight);
+    t += segments_compute_s(sp.forward) + segments_compute_s(sp.backward_input) + segments_compute_s(sp.backward_weight);
   }
   return t;
 }

@@ -12,6 +12,9 @@
 
 namespace clustersim {
 
+/// The compute (and recompute) time of a list of segments, each counted `repeat` times.
+Seconds segments_compute_s(const std::vector<Segment>& segments);
+
 /// Pipeline rank r's compute on one GPU for one iteration's worth of each of its stages' passes:
 /// the forward, backward and recompute segments of every chunk it holds, once each.
 Seconds rank_compute_s(const IterationPlan& plan, int rank);

@@ -20,6 +20,8 @@ namespace clustersim {
 
 /// What `--vary` may name, in the order a configuration is written.
 const std::vector<std::string>& search_dimensions();
+/// What a search varies by default: every dimension, but pp where parallel.stage_gpus fixes it.
+std::vector<std::string> default_search_dimensions(const ScenarioSpec& s);
 
 /// The values each dimension takes; a dimension not varied holds the scenario's own value.
 struct SearchSpace {

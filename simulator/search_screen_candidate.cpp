@@ -50,7 +50,6 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
   // Each rank's passes for one microbatch (all its chunks) and its state.
   const int layers_per_stage = model.layers / stages;
   const bool splits = split[sched];
-  const int ranks_to_check[2] = {0, pp - 1};
   Bytes memory = 0;
   double params_max = 0, rank0_chunk0_params = 0;
   Seconds rank0_chunk0_b = 0;
@@ -91,6 +90,25 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
       params += chunk_params;
       pc += chunk;
     }
+    if (!point.rank_models.empty()) {
+      // On a rank of another GPU model, compute runs at that model's speed (as apply_gpu_models
+      // makes it in the engine); the slowest of the rank's GPUs paces it. Waits stay as they are.
+      const int counts[4] = {layers - moe_layers, moe_layers, first ? 1 : 0, last ? 1 : 0};
+      auto compute_on = [&](const std::string& name) {
+        const std::array<Seconds, 4>& per = raw.compute_on.at(name);
+        Seconds t = 0;
+        for (int k = 0; k < 4; ++k) t += counts[k] * per[static_cast<std::size_t>(k)];
+        return t;
+      };
+      const Seconds here = compute_on(base.cluster.gpu);
+      double slower = here > 0 ? 0 : 1;
+      for (const std::string& name : point.rank_models[static_cast<std::size_t>(r)])
+        if (here > 0) slower = std::max(slower, compute_on(name) / here);
+      auto scaled = [&](Seconds all, Seconds waits) { return (all - waits) * slower + waits; };
+      pc.f = scaled(pc.f, pc.f_wait), pc.b = scaled(pc.b, pc.b_wait);
+      pc.bi = scaled(pc.bi, pc.bi_wait), pc.w = scaled(pc.w, pc.w_wait);
+      if (chunk0_b) *chunk0_b *= slower;
+    }
     *params_out = params;
     load->params_on_rank = params - expert_params;
     load->expert_params_on_rank = expert_params;
@@ -117,45 +135,69 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
   const ActivationLayout act{mb, tp, base.sequence_parallel, rc, base.eight_bit_gemm_inputs(),
                              base.attention == AttentionKernel::flash,
                              rc == base.recompute ? base.recompute_modules : RecomputeModules{}};
+  // The ranks whose memory and time are checked: the first and the last (interior ranks hold
+  // layers only, uniform) or, on GPUs of several models, every rank on its own models.
+  const bool each_rank = !point.rank_models.empty();
+  const int checked = each_rank ? pp : 2;
+  auto rank_at = [&](int i) { return each_rank ? i : i == 0 ? 0 : pp - 1; };
+  auto capacity = [&](int r) {
+    const GpuModel* g = &base.gpu;
+    if (each_rank)
+      for (const std::string& name : point.rank_models[static_cast<std::size_t>(r)])
+        if (models.at(name)->hbm_bytes < g->hbm_bytes) g = models.at(name);
+    return g;
+  };
   // Weights, gradients and optimizer state alone (no activations held) first: what
   // cannot fit even so needs no schedule replay.
-  for (int i = 0; i < 2 && !oom; ++i) {
+  for (int i = 0; i < checked && !oom; ++i) {
     StageLoad load;
     double params = 0;
-    rank_cost(ranks_to_check[i], &params, nullptr, nullptr, &load);
+    const int r = rank_at(i);
+    rank_cost(r, &params, nullptr, nullptr, &load);
     const StageMemory mem = stage_memory(*point.local, act, load);
-    if (mem.total > base.gpu.hbm_bytes)
+    if (const GpuModel* g = capacity(r); mem.total > g->hbm_bytes)
       oom = fmt::format("{}: pipeline rank {} needs more than {:.1f} GiB before activations, more than the {}'s {:.1f} GiB",
-                        c.text(), ranks_to_check[i], mem.total / double(1ULL << 30), base.gpu.name,
-                        base.gpu.hbm_bytes / double(1ULL << 30));
+                        c.text(), r, mem.total / double(1ULL << 30), g->name, g->hbm_bytes / double(1ULL << 30));
   }
   if (!oom && !(rs = replay_shape(*sched, pp, m, v)))
     return Rejection{6, wants(6) ? c.text() + ": " + sched->name() + " cannot run this shape" : std::string()};
-  PassCost rank_pass[2];
-  for (int i = 0; i < 2 && !oom; ++i) {
-    const int r = ranks_to_check[i];
+  auto fb_of = [&](const PassCost& p) { return p.f + (splits ? p.bi + p.w : p.b); };
+  double fb_sum = 0, bottleneck = 0;
+  std::vector<double> rank_fb;  // on GPUs of several models: each rank's pass, for the replay below
+  PassCost worst;
+  for (int i = 0; i < checked && !oom; ++i) {
+    const int r = rank_at(i);
     StageLoad load;
     double params = 0;
-    rank_pass[i] = rank_cost(r, &params, r == 0 ? &rank0_chunk0_params : nullptr,
-                             r == 0 ? &rank0_chunk0_b : nullptr, &load);
+    const PassCost pass = rank_cost(r, &params, r == 0 ? &rank0_chunk0_params : nullptr,
+                                    r == 0 ? &rank0_chunk0_b : nullptr, &load);
     const StageMemory mem = stage_memory(*point.local, act, load);
     memory = std::max(memory, mem.total);
-    if (!oom && mem.total > base.gpu.hbm_bytes)
+    if (const GpuModel* g = capacity(r); mem.total > g->hbm_bytes)
       oom = fmt::format("{}: pipeline rank {} needs {:.1f} GiB, more than the {}'s {:.1f} GiB", c.text(), r,
-                        mem.total / double(1ULL << 30), base.gpu.name, base.gpu.hbm_bytes / double(1ULL << 30));
+                        mem.total / double(1ULL << 30), g->name, g->hbm_bytes / double(1ULL << 30));
     params_max = std::max(params_max, params);
+    if (pp == 1 && i == 1) break;  // the first rank is the last
+    fb_sum += fb_of(pass);
+    if (each_rank) rank_fb.push_back(fb_of(pass));
+    if (fb_of(pass) > bottleneck || i == 0) bottleneck = fb_of(pass), worst = pass;
   }
   if (oom) return Rejection{7, *oom};
-  // Interior ranks hold layers only (uniform).
-  const PassCost interior = (static_cast<double>(layers_per_stage) * v) * (model.moe ? res.moe : res.dense);
-  const PassCost& r0 = rank_pass[0];
-  const PassCost& rl = rank_pass[1];
-  auto fb_of = [&](const PassCost& p) { return p.f + (splits ? p.bi + p.w : p.b); };
-  const double mean = pp == 1 ? fb_of(r0) : (fb_of(r0) + fb_of(rl) + (pp - 2) * fb_of(interior)) / pp;
-  const double bottleneck = std::max({fb_of(r0), fb_of(rl), pp > 2 ? fb_of(interior) : 0.0});
+  if (!each_rank && pp > 2) {  // interior ranks hold layers only (uniform)
+    const PassCost interior = (static_cast<double>(layers_per_stage) * v) * (model.moe ? res.moe : res.dense);
+    fb_sum += (pp - 2) * fb_of(interior);
+    if (fb_of(interior) > bottleneck) bottleneck = fb_of(interior), worst = interior;
+  }
+  const double mean = fb_sum / pp;
   // The schedule's table with uniform passes, at the pipeline's mean pass, then the
   // bottleneck rank's extra work in every microbatch.
-  const Seconds pipeline_s = rs->makespan_units * mean / 3 + m * (bottleneck - mean);
+  Seconds pipeline_s = rs->makespan_units * mean / 3 + m * (bottleneck - mean);
+  if (each_rank && pp > 1 && mean > 0) {
+    // Ranks of unlike speed: the correction above assumes one slow rank among equals; the table
+    // replayed with each rank's own pass time is what the engine's pipeline does.
+    for (double& fb : rank_fb) fb /= mean;
+    pipeline_s = replay(*sched, shape, 1.0, 2.0, splits ? 1.0 : 0.0, -1, rank_fb).makespan_s * mean / 3;
+  }
   const Seconds busy_s = m * bottleneck;
   // Pipeline transfers on the critical path: through every stage boundary forward
   // and back once (the warm-up and the drain); blocking p2p holds each pass.
@@ -200,9 +242,6 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
   pr.tokens_per_s = tokens_per_iteration / pr.iteration_s;
   pr.mfu = flops_per_token * pr.tokens_per_s / gpus / peak_flops;
   pr.memory_bytes = memory;
-  const PassCost& worst = fb_of(r0) >= fb_of(rl) && fb_of(r0) >= fb_of(interior) ? r0
-                          : fb_of(rl) >= fb_of(interior)                         ? rl
-                                                                                 : interior;
   const Seconds waits = worst.f_wait + (splits ? worst.bi_wait + worst.w_wait : worst.b_wait);
   pr.exposed_comm_s = m * waits + pp_exposed + dp_exposed + zero_gather + embedding_sync;
   pr.bubble_s = std::max(0.0, pipeline_s - busy_s);

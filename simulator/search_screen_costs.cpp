@@ -7,6 +7,7 @@
 
 #include "collectives/nccl_closed_form.hpp"
 #include "collectives/tuner_nccl.hpp"
+#include "simulator/heterogeneous.hpp"
 #include "simulator/pass_times.hpp"
 #include "simulator/search_screen_state.hpp"
 #include "workloads/model_math.hpp"
@@ -36,6 +37,15 @@ Screen::State::State(const ScenarioSpec& s) : base(s), cluster(build_cluster(s.c
   channels = 2 * s.cluster.node.nics;
   nccl_share = s.gpu.sm_share(channels);
   peak_flops = *s.gpu.peak_flops(s.precision);
+  if (s.heterogeneous()) {
+    models.emplace(s.cluster.gpu, &base.gpu);
+    for (const auto& [name, model] : base.group_gpus) models.emplace(name, &model);
+    double sum = 0;
+    for (int n = 0; n * s.cluster.node.gpus < gpus; ++n)
+      sum += *s.gpu_of_node(s.node_of(n * s.cluster.node.gpus)).peak_flops(s.precision) *
+             std::min(s.cluster.node.gpus, gpus - n * s.cluster.node.gpus);
+    peak_flops = sum / gpus;
+  }
   tokens_per_iteration = static_cast<double>(s.global_batch) * s.model.seq_len;
   flops_per_token = model_flops_per_token(s.model);
 }
@@ -84,24 +94,42 @@ const RawCosts& Screen::State::raw_costs(const Configuration& c) {
   const ModelSpec& m = s.model;
   const int dense_layer = m.moe ? (m.moe->dense_layers > 0 ? 0 : -2) : 0;
   const int moe_layer = m.moe ? m.moe->dense_layers : -2;
-  auto split = [&](const std::vector<Segment>& list, std::vector<Segment> SegmentLists::*field, bool leading_is_first) {
-    bool seen_layer = false;
-    int accumulations = 0;
-    for (const Segment& seg : list) {
-      if (seg.layer >= 0) {
-        seen_layer = true;
-        if (seg.layer == dense_layer) (out->dense.*field).push_back(seg);
-        if (seg.layer == moe_layer) (out->moe.*field).push_back(seg);
-        continue;
+  // The probe's segments into one dense layer, one MoE layer, the first stage's and the last's.
+  auto split_into = [&](RawCosts& into, const StagePlan& stage) {
+    auto split = [&](const std::vector<Segment>& list, std::vector<Segment> SegmentLists::*field, bool leading_is_first) {
+      bool seen_layer = false;
+      int accumulations = 0;
+      for (const Segment& seg : list) {
+        if (seg.layer >= 0) {
+          seen_layer = true;
+          if (seg.layer == dense_layer) (into.dense.*field).push_back(seg);
+          if (seg.layer == moe_layer) (into.moe.*field).push_back(seg);
+          continue;
+        }
+        bool first = seen_layer ? !leading_is_first : leading_is_first;
+        if (field == &SegmentLists::bw) first = seg.label == "gradient accumulation" && accumulations++ == 0;
+        ((first ? into.first : into.last).*field).push_back(seg);
       }
-      bool first = seen_layer ? !leading_is_first : leading_is_first;
-      if (field == &SegmentLists::bw) first = seg.label == "gradient accumulation" && accumulations++ == 0;
-      ((first ? out->first : out->last).*field).push_back(seg);
-    }
+    };
+    split(stage.forward, &SegmentLists::f, true);
+    split(stage.backward_input, &SegmentLists::bi, false);
+    split(stage.backward_weight, &SegmentLists::bw, false);
   };
-  split(sp.forward, &SegmentLists::f, true);
-  split(sp.backward_input, &SegmentLists::bi, false);
-  split(sp.backward_weight, &SegmentLists::bw, false);
+  split_into(*out, sp);
+  // Each GPU model's compute for the same segments: what apply_gpu_models turns into a speed.
+  for (const auto& [name, gpu] : models) {
+    RawCosts other;
+    const RawCosts* on = out.get();
+    if (gpu != &base.gpu) {
+      ScenarioSpec there = s;
+      there.gpu = *gpu;
+      other.plan = plan_iteration(there);
+      split_into(other, other.plan.stages.front());
+      on = &other;
+    }
+    auto compute = [](const SegmentLists& l) { return segments_compute_s(l.f) + segments_compute_s(l.bi) + segments_compute_s(l.bw); };
+    out->compute_on[name] = {compute(on->dense), compute(on->moe), compute(on->first), compute(on->last)};
+  }
   out->embedding_params = static_cast<double>(m.vocab) * m.hidden / c.tp;
   const double w = out->plan.gradient_bytes_per_param;
   const int moe_layers = m.moe ? m.layers - m.moe->dense_layers : 0;
@@ -230,6 +258,16 @@ void Screen::State::resolve(LayoutPoint& point) {
   res.last = pass_cost(raw, raw.last, tp_group, cp_group, dp_group, expert_group);
   ParallelLayout::Coord next;
   next.pp = c.pp > 1 ? 1 : 0;
+  // Each pipeline rank's GPU models, over the GPUs the rank holds in this layout.
+  point.rank_models.clear();
+  if (!models.empty()) {
+    point.rank_models.resize(static_cast<std::size_t>(c.pp));
+    for (int g = 0; g < gpus; ++g) {
+      auto& held = point.rank_models[static_cast<std::size_t>(layout.coord(g).pp)];
+      const std::string& name = base.gpu_name_of_node(base.node_of(g));
+      if (std::find(held.begin(), held.end(), name) == held.end()) held.push_back(name);
+    }
+  }
   point.p2p_s = transfer_s(r0, layout.rank(next), raw.activation_bytes) +
                 (raw.p2p_gather_bytes > 0 ? collective_s(Op::all_gather, tp_group, raw.p2p_gather_bytes, false) : 0);
 }

@@ -7,6 +7,7 @@
 //   search_screen_candidate.cpp one (virtual stages, schedule) candidate: its schedule rules,
 //                               memory, and iteration time.
 // Not a public interface: only these files include it.
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +48,9 @@ struct RawCosts {
   double dense_params_per_layer = 0, expert_params_per_moe_layer = 0, embedding_params = 0;
   Bytes activation_bytes = 0;  // per GPU, sent between stages
   Bytes p2p_gather_bytes = 0;
+  /// On a job that holds GPUs of several models: the compute of one dense layer, one MoE layer,
+  /// the first stage's extra and the last stage's, on each model (by name), forward and backward.
+  std::map<std::string, std::array<Seconds, 4>> compute_on;
 };
 
 struct Resolved {
@@ -71,6 +75,8 @@ struct LayoutPoint {
   const RawCosts* raw = nullptr;
   Resolved costs;
   Seconds p2p_s = 0;         // one microbatch's activations to the next stage
+  /// Each pipeline rank's GPU models (names) when the job holds several; empty when it holds one.
+  std::vector<std::vector<std::string>> rank_models;
 };
 
 /// A candidate a rule removed: the rule's index in ScreenResult::removed and why.
@@ -85,7 +91,9 @@ struct Screen::State {
   int gpus = 0;
   int channels = 2;
   double nccl_share = 0;
-  double peak_flops = 0;
+  double peak_flops = 0;     // per GPU: the mean over the job's GPUs when they are of several models
+  /// The job's GPU models by name, the scenario's own first, when it holds several; else empty.
+  std::map<std::string, const GpuModel*> models;
   double tokens_per_iteration = 0, flops_per_token = 0;
   std::map<std::tuple<int, int, int, int, int, int>, std::shared_ptr<RawCosts>> raw;
   std::map<std::tuple<const Schedule*, int, int, int>, std::optional<ReplayShape>> replays;

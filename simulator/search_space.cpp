@@ -30,6 +30,13 @@ const std::vector<std::string>& search_dimensions() {
   return dims;
 }
 
+std::vector<std::string> default_search_dimensions(const ScenarioSpec& s) {
+  std::vector<std::string> dims = search_dimensions();
+  // parallel.stage_gpus names each pipeline rank's GPU model, so it keeps its pp.
+  if (!s.stage_gpus.empty()) dims.erase(std::find(dims.begin(), dims.end(), "pp"));
+  return dims;
+}
+
 std::vector<std::string> Configuration::overrides() const {
   std::vector<std::string> out{
       "parallel.tp=" + std::to_string(tp), "parallel.pp=" + std::to_string(pp), "parallel.dp=" + std::to_string(dp),

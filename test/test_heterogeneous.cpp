@@ -122,6 +122,35 @@ TEST_CASE("search keeps the pp that stage_gpus fixes, so every verified configur
                                "expected dimensions without pp: the scenario's parallel.stage_gpus names the GPU models of 4");
 }
 
+TEST_CASE("search screens each pipeline rank on its own GPU model, within 5% of the engine") {
+  // Stage 0 on the A100s, stage 1 (which also runs the output layer and loss) on the H100s: the job
+  // runs far faster than on A100s alone, which a screen timing every rank on the cluster's A100 misses
+  // (it read 13-40% slow here), and the pipeline is paced by ranks of unlike speed.
+  const std::string staged = "{tp: 8, pp: 2, dp: 2, stage_gpus: [A100-SXM-80GB, H100-SXM]}";
+  const std::string scenario = test::small_megatron_scenario("hetero-search", four_nodes("A100-SXM-80GB", kMixed), staged);
+  const std::string args = "search " + scenario + " --vary tp,recompute -j 2";
+  const nlohmann::json j = test::cli_json(args + " --top 100 -q");
+  REQUIRE(j["valid"].get<int>() == 12);  // tp 1 to 8 x three recompute modes
+  REQUIRE(j["rows"].size() == 12);
+  const std::string all_a100 = test::small_megatron_scenario("hetero-search-a100", four_nodes("A100-SXM-80GB"), "{tp: 8, pp: 2, dp: 2}");
+  const nlohmann::json a100 = test::cli_json("search " + all_a100 + " --vary tp,recompute --top 12 -j 2 -q");
+  std::map<std::string, double> a100_screen;
+  for (const auto& row : a100["rows"]) a100_screen[row["configuration"]] = row["screen"]["iteration_s"];
+  REQUIRE(a100_screen.size() == 12);
+  for (const auto& row : j["rows"]) {
+    INFO(row.dump());
+    const double engine = row["engine"]["iteration_s"].get<double>(), screen = row["screen"]["iteration_s"].get<double>();
+    CHECK(std::abs(screen - engine) / engine < 0.05);
+    CHECK(row["screen"]["memory_bytes"].get<double>() == Approx(row["engine"]["memory_bytes"].get<double>()).epsilon(1e-9));
+    // Half the GPUs faster: every configuration screens faster than on the A100s alone.
+    CHECK(screen < a100_screen.at(row["configuration"]));
+  }
+  // The table names both models.
+  const auto r = test::run_cli(args + " --top 1");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.stdout_text, Catch::Matchers::Contains("(megatron-1.7b on 16 A100-SXM-80GB + 16 H100-SXM; global batch 16)"));
+}
+
 TEST_CASE("the memory check is per GPU model: a stage that fits an H200 does not fit an H100") {
   const std::string scenario = test::source_path("scenarios/heterogeneous/llama3-70b-h100-h200.yaml");
   const auto r = test::run_cli("run " + scenario + " --set parallel.stage_gpus=H200-SXM,H100-SXM,H200-SXM,H100-SXM");

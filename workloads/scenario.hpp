@@ -116,6 +116,8 @@ struct ScenarioSpec {
   int node_of(int job_gpu) const;
   /// Whether some GPU of the job is of another model than `gpu`.
   bool heterogeneous() const;
+  /// The job's GPUs by model, in the order first met: "256 H100-SXM", "128 H200-SXM + 128 H100-SXM".
+  std::string gpus_text() const;
   /// FP8 or an MX format: GEMMs take 1-byte inputs, so whatever only feeds a GEMM (saved GEMM
   /// inputs, sequence-parallel input all-gathers, MoE dispatch) moves and stays in 1 byte.
   bool eight_bit_gemm_inputs() const { return is_eight_bit(precision); }

@@ -105,7 +105,8 @@ std::string pass_text(const PassOp& op) {
 
 class Replayer {
  public:
-  Replayer(const Schedule& s, const ScheduleShape& shape) : s_(s), shape_(shape) {}
+  Replayer(const Schedule& s, const ScheduleShape& shape, const std::vector<double>& rank_scale = {})
+      : s_(s), shape_(shape), rank_scale_(rank_scale) {}
 
   // nullopt and timing filled, or what is wrong. `d` is at the 1/p-of-the-model scale.
   std::optional<std::string> run(const Durations& d) {
@@ -208,6 +209,7 @@ class Replayer {
           }
           if (!ready) break;
           if (size == 2 && d.overlapped >= 0) duration = d.overlapped;
+          if (!rank_scale_.empty()) duration *= rank_scale_[static_cast<size_t>(r)];
           const Seconds end = start + duration;
           if (timing.start_s[r] < 0) timing.start_s[r] = start;
           timing.busy_s[r] += duration;
@@ -298,6 +300,7 @@ class Replayer {
 
   const Schedule& s_;
   ScheduleShape shape_;
+  std::vector<double> rank_scale_;           // per rank; empty: every rank at 1
   int p_ = 0, m_ = 0, v_ = 0, n_ = 0;        // n: model stages, the length of every route
   std::vector<std::vector<Slot>> routes_;    // per microbatch
   std::vector<int> position_;                // per (microbatch, rank, chunk): place on the route, -1 if off it
@@ -313,10 +316,12 @@ std::optional<std::string> check_schedule(const Schedule& schedule, const Schedu
 }
 
 ScheduleTiming replay(const Schedule& schedule, const ScheduleShape& shape, Seconds forward_s, Seconds backward_s,
-                      Seconds weight_s, Seconds overlapped_s) {
+                      Seconds weight_s, Seconds overlapped_s, const std::vector<double>& rank_scale) {
   if (forward_s < 0 || backward_s < 0 || weight_s < 0 || weight_s > backward_s)
     throw std::invalid_argument("replay needs non-negative times with weight_s <= backward_s");
-  Replayer replayer(schedule, shape);
+  if (!rank_scale.empty() && rank_scale.size() != static_cast<std::size_t>(shape.stages))
+    throw std::invalid_argument("replay needs one rank_scale per rank");
+  Replayer replayer(schedule, shape, rank_scale);
   const Durations d{forward_s, backward_s, backward_s - weight_s, weight_s, overlapped_s};
   if (auto error = replayer.run(d)) throw std::invalid_argument(schedule.name() + ": " + *error);
   return replayer.timing;

@@ -110,8 +110,10 @@ struct ScheduleTiming {
 /// stage. backward_s is the full backward; weight_s is the part of it that is weight gradient, so
 /// backward_input takes backward_s - weight_s. An F&B unit takes its two passes' times summed, or
 /// overlapped_s (same scale) when that is not negative. Peak in-flight microbatches are peak chunk
-/// activations * p / model_stages. Throws std::invalid_argument for a schedule check_schedule rejects.
+/// activations * p / model_stages. `rank_scale` (empty, or one factor per rank) multiplies each
+/// rank's passes: ranks on GPUs of different speeds. Throws std::invalid_argument for a schedule
+/// check_schedule rejects.
 ScheduleTiming replay(const Schedule& schedule, const ScheduleShape& shape, Seconds forward_s, Seconds backward_s,
-                      Seconds weight_s = 0, Seconds overlapped_s = -1);
+                      Seconds weight_s = 0, Seconds overlapped_s = -1, const std::vector<double>& rank_scale = {});
 
 }  // namespace clustersim

@@ -2,6 +2,8 @@
 // which puts each pipeline rank on nodes of a named model.
 #include "workloads/stage_gpus.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <sstream>
 #include <utility>
@@ -23,6 +25,20 @@ bool ScenarioSpec::heterogeneous() const {
   for (int n = 0; n * cluster.node.gpus < gpus(); ++n)
     if (gpu_name_of_node(node_of(n * cluster.node.gpus)) != cluster.gpu) return true;
   return false;
+}
+
+std::string ScenarioSpec::gpus_text() const {
+  std::vector<std::pair<std::string, int>> counts;
+  const int gpn = cluster.node.gpus;
+  for (int n = 0; n * gpn < gpus(); ++n) {
+    const std::string& name = gpu_name_of_node(node_of(n * gpn));
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end()) it = counts.insert(counts.end(), {name, 0});
+    it->second += std::min(gpn, gpus() - n * gpn);
+  }
+  std::string out;
+  for (const auto& [name, count] : counts) out += fmt::format("{}{} {}", out.empty() ? "" : " + ", count, name);
+  return out;
 }
 
 void read_stage_gpus(const YamlField& f, ScenarioSpec& s) {

@@ -22,7 +22,7 @@ BenchResult bench_search(const std::vector<std::string>& scenarios, const std::v
   BenchResult out;
   out.mode = "search";
   out.config = {{"scenarios", scenarios}, {"overrides", sets}, {"repeat", repeat}};
-  out.table = fmt::format("# clustersim bench --search: search's screen over every dimension, median of {} runs\n", repeat);
+  out.table = fmt::format("# clustersim bench --search: search's screen over every dimension (pp fixed where stage_gpus fixes it), median of {} runs\n", repeat);
   // configs/s counts every point of the space; valid/s only those timed to the end (the rest fall to
   // a rule on the way, most of them cheaply).
   out.table += fmt::format("# {:<40} {:>10} {:>8} {:>9} {:>9} {:>14} {:>12}\n", "scenario", "configs", "valid", "wall(s)", "cpu(s)",
@@ -34,7 +34,7 @@ BenchResult bench_search(const std::vector<std::string>& scenarios, const std::v
   }
   for (std::size_t i = 0; i < loaded.size(); ++i) {
     const ScenarioSpec& s = loaded[i];
-    const SearchSpace space = search_space(s, search_dimensions());
+    const SearchSpace space = search_space(s, default_search_dimensions(s));
     std::vector<double> wall, cpu;
     ScreenResult r;
     for (long k = 0; k < repeat; ++k) {

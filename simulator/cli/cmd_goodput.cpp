@@ -238,7 +238,7 @@ void add_goodput_command(CLI::App& app) {
       write_csv(o->csv, rows);
     }
     if (!table_to_stdout(o->json, o->csv)) return;
-    std::cout << fmt::format("# clustersim goodput: {} ({} {} GPUs, {:g} days)\n", s.name, s.gpus(), s.gpu.name, days);
+    std::cout << fmt::format("# clustersim goodput: {} ({} GPUs, {:g} days)\n", s.name, s.gpus_text(), days);
     std::cout << fmt::format("{:<22}{:>12.3f} s   ({})\n", "step time", g.step_mean_s, g.step_origin);
     for (int k = 0; k < kComponentKinds; ++k) {
       const ComponentReliability& c = s.reliability.components[static_cast<std::size_t>(k)];

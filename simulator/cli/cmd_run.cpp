@@ -87,9 +87,9 @@ void print_calibration(const ScenarioSpec& s) {
 
 void print_report(const ScenarioSpec& s, const RunReport& r) {
   const ParallelLayout& l = s.layout;
-  std::cout << fmt::format("# clustersim run: {} ({} on {} {}; tp {}{} pp {} dp {}{} v {}; {} schedule, {} microbatches "
+  std::cout << fmt::format("# clustersim run: {} ({} on {}; tp {}{} pp {} dp {}{} v {}; {} schedule, {} microbatches "
                            "of {}; {} recompute; {})\n",
-                           s.name, s.model.name, s.gpus(), s.gpu.name, l.tp,
+                           s.name, s.model.name, s.gpus_text(), l.tp,
                            l.cp > 1 ? fmt::format(" cp {}", l.cp) : "", l.pp, l.dp,
                            s.ep > 1 ? fmt::format(" ep {}", s.ep) : "", s.virtual_stages,
                            s.schedule_name, s.microbatches(), s.microbatch,

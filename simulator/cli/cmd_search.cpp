@@ -54,8 +54,8 @@ std::vector<const Verified*> pareto_front(const std::vector<Verified>& rows) {
 }
 
 void print_table(const ScenarioSpec& s, const ScreenResult& screen, const std::vector<Verified>& rows) {
-  std::cout << fmt::format("# clustersim search: {} ({} on {} {}; global batch {})\n", s.name, s.model.name, s.gpus(),
-                           s.gpu.name, s.global_batch);
+  std::cout << fmt::format("# clustersim search: {} ({} on {}; global batch {})\n", s.name, s.model.name,
+                           s.gpus_text(), s.global_batch);
   std::cout << fmt::format("screened {} configurations: {} valid", screen.candidates, screen.valid.size());
   for (const ScreenRemoval& r : screen.removed)
     if (r.count > 0) std::cout << fmt::format(", {} removed by {}", r.count, r.rule);
@@ -117,8 +117,7 @@ void add_search_command(CLI::App& app) {
     // The scenario as given; then its GPU count and batch, which need not suit its own layout (the
     // search changes that): dp follows the GPUs, and each verified configuration is loaded anew.
     ScenarioSpec base = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
-    // A scenario whose parallel.stage_gpus names each pipeline rank's GPU model keeps its pp.
-    if (o->vary.empty() && !base.stage_gpus.empty()) vary.erase(std::find(vary.begin(), vary.end(), "pp"));
+    if (o->vary.empty()) vary = default_search_dimensions(base);
     if (!o->gpus.empty()) {
       const long per_replica = static_cast<long>(base.layout.tp) * base.layout.cp * base.layout.pp;
       const long gpus = parse_integer(o->gpus, "--gpus", per_replica, base.cluster.gpu_count());
