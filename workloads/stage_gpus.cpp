@@ -2,8 +2,6 @@
 // which puts each pipeline rank on nodes of a named model.
 #include "workloads/stage_gpus.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <sstream>
 #include <utility>
@@ -37,7 +35,7 @@ std::string ScenarioSpec::gpus_text() const {
     it->second += std::min(gpn, gpus() - n * gpn);
   }
   std::string out;
-  for (const auto& [name, count] : counts) out += fmt::format("{}{} {}", out.empty() ? "" : " + ", count, name);
+  for (const auto& [name, count] : counts) out += (out.empty() ? "" : " + ") + std::to_string(count) + " " + name;
   return out;
 }
 
