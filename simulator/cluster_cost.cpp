@@ -29,23 +29,35 @@ const T* fastest_enough(const std::vector<T>& list, double Gbps, Speed speed) {
 
 }  // namespace
 
-ClusterCost price_cluster(const BillOfMaterials& bom, const ClusterSpec& spec, const PriceCatalog& catalog) {
+ClusterCost price_cluster(const BillOfMaterials& bom, const ClusterSpec& spec, const PriceCatalog& catalog,
+                          const std::vector<NodeGroup>& groups) {
   ClusterCost cost;
   const int gpn = spec.node.gpus;
-  // Servers: the catalog's server of this GPU, the one with this many GPUs if there is one.
-  const ServerPrice* server = nullptr;
-  for (const ServerPrice& s : catalog.servers)
-    if (s.gpu == spec.gpu && (!server || (s.gpus == gpn && server->gpus != gpn))) server = &s;
-  if (!server) missing(catalog, "servers", "GPU '" + spec.gpu + "'");
-  const double per_node = static_cast<double>(gpn) / server->gpus;
-  cost.lines.push_back({"servers", server->name, bom.nodes, server->price_usd * per_node, server->power_W * per_node});
-  // NICs beyond those the server ships with (scaled as the server is).
-  const long shipped = std::lround(server->nics * per_node);
-  if (spec.node.nics > shipped) {
-    const double Gbps = gbps(spec.node.nic_link.bandwidth_Bps) * spec.node.nic_ports;
-    const NicPrice* nic = fastest_enough(catalog.nics, Gbps, [](const NicPrice& n) { return n.bandwidth_Gbps; });
-    if (!nic) missing(catalog, "nics", fmt::format("a NIC of {:g} Gb/s", Gbps));
-    cost.lines.push_back({"extra NICs", nic->name, bom.nodes * (spec.node.nics - shipped), nic->price_usd, nic->power_W});
+  // Nodes per GPU model, the cluster's own first.
+  std::vector<std::pair<std::string, long>> models = {{spec.gpu, 0}};
+  for (long n = 0; n < bom.nodes; ++n) {
+    const std::string& gpu = gpu_of_node(groups, spec.gpu, int(n));
+    auto it = std::find_if(models.begin(), models.end(), [&](const auto& m) { return m.first == gpu; });
+    if (it == models.end()) it = models.insert(models.end(), {gpu, 0});
+    ++it->second;
+  }
+  for (const auto& [gpu, nodes] : models) {
+    if (nodes == 0) continue;
+    // Servers: the catalog's server of this GPU, the one with this many GPUs if there is one.
+    const ServerPrice* server = nullptr;
+    for (const ServerPrice& s : catalog.servers)
+      if (s.gpu == gpu && (!server || (s.gpus == gpn && server->gpus != gpn))) server = &s;
+    if (!server) missing(catalog, "servers", "GPU '" + gpu + "'");
+    const double per_node = static_cast<double>(gpn) / server->gpus;
+    cost.lines.push_back({"servers", server->name, gpu, nodes, server->price_usd * per_node, server->power_W * per_node});
+    // NICs beyond those the server ships with (scaled as the server is).
+    const long shipped = std::lround(server->nics * per_node);
+    if (spec.node.nics > shipped) {
+      const double Gbps = gbps(spec.node.nic_link.bandwidth_Bps) * spec.node.nic_ports;
+      const NicPrice* nic = fastest_enough(catalog.nics, Gbps, [](const NicPrice& n) { return n.bandwidth_Gbps; });
+      if (!nic) missing(catalog, "nics", fmt::format("a NIC of {:g} Gb/s", Gbps));
+      cost.lines.push_back({"extra NICs", nic->name, gpu, nodes * (spec.node.nics - shipped), nic->price_usd, nic->power_W});
+    }
   }
   for (const auto& [tier, bill] : bom.tiers) {
     const double Gbps = gbps(bill.port_Bps);
@@ -60,7 +72,7 @@ ClusterCost price_cluster(const BillOfMaterials& bom, const ClusterSpec& spec, c
         if (!best || units * s.price_usd < best_units * best->price_usd) best = &s, best_units = units;
       }
       if (!best) missing(catalog, "switches", fmt::format("a switch of {:g} Gb/s ports (tier {})", Gbps, tier));
-      cost.lines.push_back({fmt::format("switches tier {}", tier), best->name, best_units, best->price_usd,
+      cost.lines.push_back({fmt::format("switches tier {}", tier), best->name, "", best_units, best->price_usd,
                             best->power_W});
     }
     if (bill.cables == 0) continue;
@@ -68,14 +80,38 @@ ClusterCost price_cluster(const BillOfMaterials& bom, const ClusterSpec& spec, c
     if (!optic) missing(catalog, "optics", fmt::format("an optic of {:g} Gb/s", Gbps));
     const PortPrice* cable = fastest_enough(catalog.cables, Gbps, [](const PortPrice& p) { return p.port_Gbps; });
     if (!cable) missing(catalog, "cables", fmt::format("a cable of {:g} Gb/s", Gbps));
-    cost.lines.push_back({fmt::format("optics tier {}", tier), optic->name, 2L * bill.cables, optic->price_usd, optic->power_W});
-    cost.lines.push_back({fmt::format("cables tier {}", tier), cable->name, bill.cables, cable->price_usd, 0});
+    cost.lines.push_back({fmt::format("optics tier {}", tier), optic->name, "", 2L * bill.cables, optic->price_usd, optic->power_W});
+    cost.lines.push_back({fmt::format("cables tier {}", tier), cable->name, "", bill.cables, cable->price_usd, 0});
   }
   for (const CostLine& l : cost.lines) {
     cost.capital_usd += l.price_usd();
     cost.power_W += l.power_W();
   }
   return cost;
+}
+
+ClusterCost fleet_share(const ClusterCost& cluster, const std::vector<std::pair<std::string, int>>& fleet_gpus, int gpus_per_node) {
+  double cluster_gpus = 0, gpus = 0;
+  for (const CostLine& l : cluster.lines)
+    if (l.item == "servers") cluster_gpus += double(l.count) * gpus_per_node;
+  for (const auto& [gpu, n] : fleet_gpus) gpus += n;
+  ClusterCost out;
+  for (CostLine l : cluster.lines) {
+    double share = gpus / cluster_gpus;
+    if (!l.gpu.empty()) {  // a model's servers (and their NICs): the fleet's GPUs of that model
+      double of_model = 0;
+      for (const auto& [gpu, n] : fleet_gpus) of_model += gpu == l.gpu ? n : 0;
+      long nodes = 0;
+      for (const CostLine& s : cluster.lines) nodes += s.item == "servers" && s.gpu == l.gpu ? s.count : 0;
+      share = of_model / (double(nodes) * gpus_per_node);
+    }
+    l.unit_price_usd *= share;
+    l.unit_power_W *= share;
+    out.capital_usd += l.price_usd();
+    out.power_W += l.power_W();
+    out.lines.push_back(std::move(l));
+  }
+  return out;
 }
 
 double usd_per_year(const ClusterCost& cost, const Economics& e) {

@@ -45,34 +45,63 @@ std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool all
     complete_report(alone, js.jobs[j].scenario, plans[j], memory[j]);
     if (link_tiers) alone.link_tiers = link_tier_loads(cluster, engine.last_link_bytes(), alone.iteration_s);
   }
-  // Together: each job's graph, its flow ids shifted past the jobs before it, in one run.
+  // Together: each job's graph, its flow ids shifted past the jobs before it, in one run; with
+  // several iterations, each job's graph `iterations` times, every root of one iteration after a
+  // barrier that waits for every end of the one before (the optimizer step syncs the job).
+  const int n = js.iterations;
   std::vector<std::unique_ptr<IterationBuilder>> builders;
   FlowGraph all;
-  std::vector<std::size_t> first;
+  std::vector<std::vector<std::size_t>> first(plans.size());  // per job, where each iteration's flows start
+  std::vector<std::size_t> graph_size(plans.size());           // per job, flows in one iteration
+  std::vector<std::vector<FlowId>> barriers(plans.size());     // per job, after each iteration but the last
   for (std::size_t j = 0; j < plans.size(); ++j) {
     auto& b = builders.emplace_back(
         std::make_unique<IterationBuilder>(engine, router, plans[j], traces.empty() ? nullptr : traces[j]));
     b->share_fabric();
     const FlowGraph& g = b->build();
-    const auto offset = static_cast<FlowId>(all.flows.size());
-    first.push_back(all.flows.size());
-    all.flows.reserve(all.flows.size() + g.flows.size());
-    for (Flow f : g.flows) {
-      for (FlowId& a : f.after) a += offset;
-      all.flows.push_back(std::move(f));
+    graph_size[j] = g.flows.size();
+    std::vector<char> has_successor(g.flows.size(), 0);
+    for (const Flow& f : g.flows)
+      for (FlowId a : f.after) has_successor[std::size_t(a)] = 1;
+    for (int k = 0; k < n; ++k) {
+      const auto offset = static_cast<FlowId>(all.flows.size());
+      first[j].push_back(all.flows.size());
+      all.flows.reserve(all.flows.size() + g.flows.size() + 1);
+      for (Flow f : g.flows) {
+        for (FlowId& a : f.after) a += offset;
+        if (k > 0 && f.after.empty()) f.after.push_back(barriers[j].back());
+        all.flows.push_back(std::move(f));
+      }
+      if (k + 1 == n) break;
+      Flow barrier = timer_flow(g.flows.front().src_gpu, 0);
+      for (std::size_t i = 0; i < g.flows.size(); ++i)
+        if (!has_successor[i]) barrier.after.push_back(offset + static_cast<FlowId>(i));
+      barriers[j].push_back(all.add(std::move(barrier)));
     }
   }
-  first.push_back(all.flows.size());
   const std::vector<Seconds> finish = engine.run(all);
   for (std::size_t j = 0; j < builders.size(); ++j) {
-    const std::vector<Seconds> own(finish.begin() + static_cast<std::ptrdiff_t>(first[j]),
-                                   finish.begin() + static_cast<std::ptrdiff_t>(first[j + 1]));
+    // The last iteration, its times from its own start, is the one accounted (and traced).
+    const Seconds start = n > 1 ? finish[std::size_t(barriers[j].back())] : 0;
+    const std::size_t from = first[j][std::size_t(n - 1)], to = from + graph_size[j];
+    std::vector<Seconds> own(finish.begin() + static_cast<std::ptrdiff_t>(from), finish.begin() + static_cast<std::ptrdiff_t>(to));
+    for (Seconds& t : own) t -= start;
     RunReport& together = out[j].together;
     together.scenario = js.jobs[j].scenario.name;
     together.iteration = builders[j]->account(own);
-    together.iteration_s = together.iteration.iteration_s;
+    // Each iteration's time: barrier to barrier (the last: to its own end).
+    Seconds before = 0;
+    for (int k = 0; k < n; ++k) {
+      const Seconds end = k + 1 < n ? finish[std::size_t(barriers[j][std::size_t(k)])] : start + together.iteration.iteration_s;
+      out[j].together_iterations_s.push_back(end - before);
+      before = end;
+    }
+    // Steady state: the mean past the first iteration, which starts every job in phase at t = 0.
+    Seconds steady = 0;
+    for (int k = n > 1 ? 1 : 0; k < n; ++k) steady += out[j].together_iterations_s[std::size_t(k)];
+    together.iteration_s = steady / (n > 1 ? n - 1 : 1);
     complete_report(together, js.jobs[j].scenario, plans[j], memory[j]);
-    if (link_tiers) together.link_tiers = link_tier_loads(cluster, engine.last_link_bytes(), together.iteration_s);
+    if (link_tiers) together.link_tiers = link_tier_loads(cluster, engine.last_link_bytes(), before);
   }
   return out;
 }

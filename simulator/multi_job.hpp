@@ -18,7 +18,9 @@ struct JobOutcome {
   int gpus = 0;
   std::vector<int> nodes;
   RunReport alone;     // the job by itself on the cluster, on the same nodes
-  RunReport together;  // with every job of the scenario running at once
+  RunReport together;  // with every job of the scenario running at once: iteration_s the steady
+                       // state's (the mean past the first iteration), the breakdown the last's
+  std::vector<Seconds> together_iterations_s;  // each iteration's time together, in order
   double slowdown() const { return together.iteration_s / alone.iteration_s - 1; }
 };
 

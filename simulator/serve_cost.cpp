@@ -1,5 +1,7 @@
 #include "simulator/serve_cost.hpp"
 
+#include <algorithm>
+
 #include "topologies/bill_of_materials.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/user_error.hpp"
@@ -10,7 +12,7 @@ ServeCost serve_cost(const ServingSpec& s, const ServeSummary& m, const PriceCat
   ServeCost out;
   ClusterCost cost;
   try {
-    cost = price_cluster(bill_of_materials(build_cluster(s.cluster)), s.cluster, catalog);
+    cost = price_cluster(bill_of_materials(build_cluster(s.cluster)), s.cluster, catalog, s.node_groups);
   } catch (const UserError& err) {
     out.unpriced_reason = err.what();
     return out;
@@ -18,8 +20,15 @@ ServeCost serve_cost(const ServingSpec& s, const ServeSummary& m, const PriceCat
   out.priced = true;
   out.cluster_capital_usd = cost.capital_usd;
   out.cluster_power_W = cost.power_W;
-  out.share = double(s.gpus()) / double(s.cluster.gpu_count());
-  out.fleet_usd_per_year = usd_per_year(cost, e) * out.share;
+  std::vector<std::pair<std::string, int>> fleet;  // GPUs per model
+  for (const ReplicaPlacement& p : s.placement) {
+    auto it = std::find_if(fleet.begin(), fleet.end(), [&](const auto& f) { return f.first == p.gpu; });
+    if (it == fleet.end()) it = fleet.insert(fleet.end(), {p.gpu, 0});
+    it->second += int(p.gpus.size());
+  }
+  const ClusterCost share = fleet_share(cost, fleet, s.cluster.node.gpus);
+  out.share = share.capital_usd / cost.capital_usd;
+  out.fleet_usd_per_year = usd_per_year(share, e);
   const double usd_per_s = out.fleet_usd_per_year / kSecondsPerYear;
   if (m.output_tokens_per_s > 0) out.usd_per_million_output_tokens = usd_per_s / m.output_tokens_per_s * 1e6;
   const double tokens_per_s = m.output_tokens_per_s + m.prompt_tokens_per_s;

@@ -26,11 +26,19 @@ struct Event {
   bool operator>(const Event& o) const { return time_s != o.time_s ? time_s > o.time_s : seq > o.seq; }
 };
 
+/// What one GPU model of the fleet costs: its iteration times and its replicas' memory.
+struct ModelCosts {
+  std::unique_ptr<ServingSpec> spec;  // the run's, computing on this model
+  std::unique_ptr<IterationCost> cost, draft;
+  ReplicaMemory memory;
+};
+
 struct Replica {
   ReplicaScheduler scheduler;
   ServeBatch plan;
   bool busy = false;
   int first_gpu = 0;
+  int model = 0;  // into the loop's ModelCosts
   SplitMix64 rng;
   Seconds started_s = 0;
 };
@@ -54,12 +62,12 @@ void check_fits(const ServingSpec& s, const std::vector<Request>& requests, cons
 class Loop {
  public:
   Loop(const ServingSpec& s, TraceSink* trace)
-      : s_(s), trace_(trace), cluster_(build_cluster(s.cluster)), comm_(cluster_), cost_(s, s.model, comm_) {
-    r_.memory = plan_replica_memory(s);
+      : s_(s), trace_(trace), cluster_(build_cluster(s.cluster)), comm_(cluster_) {
+    std::vector<int> replica_model;
+    for (int k = 0; k < s.replicas; ++k) replica_model.push_back(model_of(k));
+    r_.memory = models_[std::size_t(replica_model.front())].memory;
     const std::vector<Request> stream = request_stream(s.requests);
-    check_fits(s, stream, r_.memory);
-    if (s.speculative.method == SpeculativeMethod::draft)
-      draft_ = std::make_unique<IterationCost>(s, *s.speculative.draft_model, comm_);
+    for (const ModelCosts& m : models_) check_fits(s, stream, m.memory);
     const DisaggregationSpec& d = s.disaggregation;
     r_.replicas = s.replicas;
     // Swapped blocks: each GPU's shard over its own PCIe link to the host, all GPUs at once.
@@ -68,9 +76,11 @@ class Loop {
     swap_Bps_ = pcie.bandwidth_Bps * s.cluster.efficiency(pcie.type);
     for (int k = 0; k < s.replicas; ++k) {
       const ReplicaRole role = !d.enabled ? ReplicaRole::both : k < d.prefill_replicas ? ReplicaRole::prefill : ReplicaRole::decode;
-      replicas_.push_back({ReplicaScheduler(s.scheduler, r_.memory.blocks, s.kv.block_tokens, s.speculative.tokens, role, swap_blocks,
+      const ReplicaMemory& mem = models_[std::size_t(replica_model[std::size_t(k)])].memory;
+      replicas_.push_back({ReplicaScheduler(s.scheduler, mem.blocks, s.kv.block_tokens, s.speculative.tokens, role, swap_blocks,
                                             s.kv.prefix_caching),
-                           {}, false, k * s.parallel.gpus(), SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1), 0});
+                           {}, false, s.placement[std::size_t(k)].gpus.front(), replica_model[std::size_t(k)],
+                           SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1), 0});
       if (trace_ && trace_->wants(replicas_.back().first_gpu, true)) trace_->place(replicas_.back().first_gpu, 0, k);
     }
     front_end_ = d.enabled ? d.prefill_replicas : s.replicas;
@@ -129,6 +139,23 @@ class Loop {
   }
 
  private:
+  /// Replica k's GPU model, as an index into models_, whose costs are built at the model's first
+  /// replica (its GPUs' paths time the tensor-parallel and pipeline traffic).
+  int model_of(int k) {
+    const ReplicaPlacement& p = s_.placement[std::size_t(k)];
+    for (std::size_t i = 0; i < models_.size(); ++i)
+      if (models_[i].spec->gpu.name == p.gpu) return int(i);
+    ModelCosts m;
+    m.spec = std::make_unique<ServingSpec>(s_.on_replica_gpu(k));
+    m.cost = std::make_unique<IterationCost>(*m.spec, m.spec->model, comm_, p.gpus);
+    if (s_.speculative.method == SpeculativeMethod::draft)
+      m.draft = std::make_unique<IterationCost>(*m.spec, *m.spec->speculative.draft_model, comm_, p.gpus);
+    m.memory = plan_replica_memory(*m.spec);
+    r_.memory_by_gpu.emplace_back(p.gpu, m.memory);
+    models_.push_back(std::move(m));
+    return int(models_.size() - 1);
+  }
+
   /// The replica in [from, to) the router picks.
   int route(int from, int to, int prefix_id) {
     const RouterKind kind = s_.router;
@@ -171,14 +198,15 @@ class Loop {
     rep.busy = !rep.plan.empty() || rep.plan.swap_out_tokens + rep.plan.swap_in_tokens > 0;
     if (!rep.busy) return;
     const BatchShape& shape = rep.plan.shape;
-    Seconds t = shape.tokens() > 0 ? cost_.time(shape).total_s : 0;
+    ModelCosts& m = models_[std::size_t(rep.model)];
+    Seconds t = shape.tokens() > 0 ? m.cost->time(shape).total_s : 0;
     if (const long swapped = rep.plan.swap_out_tokens + rep.plan.swap_in_tokens; swapped > 0) {
       const Seconds swap = double(swapped) * r_.memory.kv_bytes_per_token / swap_Bps_;
       t += swap;
       r_.swap_s_sum += swap;
       r_.swapped_tokens += swapped;
     }
-    if (shape.decode_requests > 0 && s_.speculative.method != SpeculativeMethod::none) t += proposer_s(shape);
+    if (shape.decode_requests > 0 && s_.speculative.method != SpeculativeMethod::none) t += proposer_s(m, shape);
     rep.started_s = now;
     ++r_.iterations;
     r_.batch_requests_sum += double(rep.plan.items.size());
@@ -188,16 +216,16 @@ class Loop {
   }
 
   /// The speculative proposer's time before the verifying forward (see the header).
-  Seconds proposer_s(const BatchShape& shape) {
+  Seconds proposer_s(ModelCosts& m, const BatchShape& shape) {
     BatchShape d;
     d.decode_requests = shape.decode_requests;
     d.decode_context_tokens = shape.decode_context_tokens - double(shape.decode_requests) * (shape.decode_query_tokens - 1);
     d.decode_query_tokens = 1;
     d.sampled_rows = shape.decode_requests;
     const int k = s_.speculative.tokens;
-    if (draft_) return k * draft_->time(d).total_s;
-    const IterationTime one = cost_.time(d);
-    return k * ((one.linear_s + one.attention_s + one.communication_s) / cost_.layers() + one.logits_s);
+    if (m.draft) return k * m.draft->time(d).total_s;
+    const IterationTime one = m.cost->time(d);
+    return k * ((one.linear_s + one.attention_s + one.communication_s) / m.cost->layers() + one.logits_s);
   }
 
   void finish(int k, Seconds now) {
@@ -269,8 +297,7 @@ class Loop {
   TraceSink* trace_;
   Cluster cluster_;
   ServingComm comm_;
-  IterationCost cost_;
-  std::unique_ptr<IterationCost> draft_;
+  std::vector<ModelCosts> models_;
   std::vector<Replica> replicas_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   ServeResult r_;

@@ -7,8 +7,9 @@
 // a closed form, and replicas share nothing but the router's view.
 //
 // Choices where the serving engines differ or the input is silent:
-//  - replicas are identical and placed on consecutive GPUs (replica r from GPU r x tp x pp), so one
-//    iteration cost serves them all; replicas do not contend on the fabric;
+//  - replicas are placed as workloads/serving/replica_placement.hpp says (on one model: replica r
+//    from GPU r x tp x pp); the replicas of one GPU model share one iteration cost, timed on the
+//    first one's GPUs, and each has its model's KV blocks; replicas do not contend on the fabric;
 //  - round_robin cycles the pool; least_loaded picks the fewest requests waiting or running;
 //    kv_aware the most free KV blocks (then the fewest requests); ties go to the lowest index;
 //  - disaggregated: prefill replicas run prompts only, sample the first token and free their
@@ -41,7 +42,10 @@ struct ServeSample {
 struct ServeResult {
   std::vector<RequestState> requests;  // by id, as the stream gave them
   std::vector<ServeSample> series;
-  ReplicaMemory memory;
+  ReplicaMemory memory;  // the first replica's
+  /// Each GPU model's replica memory, in the order the replicas first use them (one entry on a
+  /// cluster of one model).
+  std::vector<std::pair<std::string, ReplicaMemory>> memory_by_gpu;
   long iterations = 0;
   double batch_requests_sum = 0, batch_tokens_sum = 0;
   long max_batch_requests = 0;

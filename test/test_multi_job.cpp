@@ -190,3 +190,37 @@ TEST_CASE("the shipped two-job example loads: 512 GPUs each, interleaved node by
   CHECK(js.jobs[0].nodes[1] == 2);
   CHECK(js.jobs[1].nodes[0] == 1);
 }
+
+TEST_CASE("jobs run iterations back to back: in phase they repeat the first, apart each is its alone time") {
+  const std::vector<JobOutcome> once = run_jobs(load_jobs_scenario(two_jobs("scattered", "scattered")));
+  const JobsScenario js = load_jobs_scenario(two_jobs("scattered", "scattered", "iterations: 3\n"));
+  REQUIRE(js.iterations == 3);
+  const std::vector<JobOutcome> three = run_jobs(js);
+  for (std::size_t j = 0; j < 2; ++j) {
+    REQUIRE(three[j].together_iterations_s.size() == 3);
+    // Identical jobs stay in phase: every iteration meets the other's ring as the first did.
+    for (Seconds t : three[j].together_iterations_s) CHECK(t == Approx(once[j].together.iteration_s).epsilon(1e-9));
+    CHECK(three[j].together.iteration_s == Approx(once[j].together.iteration_s).epsilon(1e-9));
+    CHECK(three[j].together.iteration.iteration_s == Approx(once[j].together.iteration.iteration_s).epsilon(1e-9));
+  }
+  // Apart, the barrier between iterations costs nothing: each is the job alone.
+  for (const JobOutcome& r : run_jobs(load_jobs_scenario(two_jobs("rail-aligned", "rail-aligned", "iterations: 3\n"))))
+    for (Seconds t : r.together_iterations_s) CHECK(t == Approx(r.alone.iteration_s).epsilon(1e-9));
+}
+
+TEST_CASE("jobs of different step times meet out of phase, which one iteration from t = 0 misses") {
+  // Job b takes 2.5 times the microbatches: its gradient ring, at the end of its step, comes about
+  // when job a's second iteration ends, not its first.
+  const std::string file = two_jobs("scattered", "scattered", "iterations: 4\n");
+  const JobsScenario js = load_jobs_scenario(file, {"b.global_batch=40"});  // 20 microbatches a replica against a's 8
+  const std::vector<JobOutcome> out = run_jobs(js);
+  const JobOutcome& a = out[0];
+  REQUIRE(out[1].alone.iteration_s > 1.8 * a.alone.iteration_s);
+  INFO("a alone " << a.alone.iteration_s << ", together " << a.together_iterations_s[0] << " " << a.together_iterations_s[1] << " " << a.together_iterations_s[2] << " " << a.together_iterations_s[3] << ", b alone " << out[1].alone.iteration_s);
+  const Seconds ring_alone = static_cast<double>(plan_iteration(js.jobs[0].scenario).stages[0].gradient_bytes) / 50e9;
+  CHECK(a.together_iterations_s[0] == Approx(a.alone.iteration_s).epsilon(1e-9));  // b still computing
+  const Seconds worst = *std::max_element(a.together_iterations_s.begin(), a.together_iterations_s.end());
+  CHECK(worst > a.alone.iteration_s + 0.1 * ring_alone);  // a later iteration meets b's ring
+  CHECK(worst <= a.alone.iteration_s + ring_alone * (1 + 1e-9));  // never worse than meeting all of it
+  CHECK(a.together.iteration_s > a.alone.iteration_s);
+}

@@ -84,7 +84,7 @@ TEST_CASE("a single-job option on a jobs scenario is one line naming it") {
   test::require_one_line_error(test::run_cli("run " + path + " --fold exact"), "error: command line: --fold:",
                                "expected a single-job scenario for this option");
   test::require_one_line_error(test::run_cli("run " + path + " --set c.gpus=2"), "error: command line: --set:",
-                               "expected cluster.FIELD=VALUE or JOB.FIELD=VALUE");
+                               "expected cluster.FIELD=VALUE, JOB.FIELD=VALUE");
 }
 
 TEST_CASE("a jobs run's trace and report options are checked before it runs, one line each") {
@@ -114,4 +114,13 @@ TEST_CASE("jobs whose calibrations give the shared links different efficiencies 
   const int line = test::line_of(test::read_file(path), "{name: b,");
   test::require_one_line_error(test::run_cli("run " + path), "error: " + path + ":" + std::to_string(line) + ": jobs[1]:",
                                "expected the links calibrated as for job a (the jobs share them); link type net");
+}
+
+TEST_CASE("iterations outside 1-100, written or set, is one line at the field") {
+  expect_error("iterations: 0\njobs:\n  - {name: a, " + kJob + "}\n", "iterations: 0", "iterations", "expected an integer from 1 to 100");
+  expect_error("iterations: many\njobs:\n  - {name: a, " + kJob + "}\n", "iterations: many", "iterations",
+               "expected an integer, got 'many'");
+  const std::string path = jobs_file("jobs:\n  - {name: a, " + kJob + "}\n");
+  const test::CliResult r = test::run_cli("run " + path + " --set iterations=101");
+  test::require_one_line_error(r, "error: " + path, "iterations: expected an integer from 1 to 100");
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "topologies/user_error.hpp"
+#include "workloads/field_override.hpp"
 #include "workloads/scenario_node.hpp"
 
 namespace clustersim {
@@ -120,11 +121,14 @@ bool is_jobs_scenario(const std::string& path) {
 
 JobsScenario load_jobs_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   const YamlField root = YamlField::load_file(path);
-  root.expect_keys({"name", "description", "cluster", "jobs", "background"});
+  for (const std::string& o : overrides)
+    if (o.rfind("iterations=", 0) == 0) apply_field_override(root, o, {"iterations"}, "jobs scenario");
+  root.expect_keys({"name", "description", "cluster", "jobs", "background", "iterations"});
   if (auto d = root.find("description")) d->as_string();
   JobsScenario js;
   js.file = path;
   js.name = root.child("name").as_string();
+  if (auto it = root.find("iterations")) js.iterations = static_cast<int>(it->as_integer_in(1, 100));
   const YamlField cluster = root.child("cluster");
   std::filesystem::path cluster_path = cluster.as_string();
   if (cluster_path.is_relative()) cluster_path = std::filesystem::path(path).parent_path() / cluster_path;
@@ -187,9 +191,10 @@ JobsScenario load_jobs_scenario(const std::string& path, const std::vector<std::
   }
   for (const std::string& o : overrides) {
     const std::string job = o.substr(0, o.find('.'));
+    if (o.rfind("iterations=", 0) == 0) continue;
     if (o.find('.') == std::string::npos || (job != "cluster" && !names.count(job)))
       throw UserError("command line", 0, "--set",
-                      "expected cluster.FIELD=VALUE or JOB.FIELD=VALUE with JOB a job of the scenario, got '" + o + "'");
+                      "expected cluster.FIELD=VALUE, JOB.FIELD=VALUE with JOB a job of the scenario, or iterations=K, got '" + o + "'");
   }
   if (auto bg = root.find("background"))
     for (std::size_t i = 0; i < bg->size(); ++i) {

@@ -25,6 +25,10 @@ struct JobsScenario {
   std::string cluster_file;
   std::vector<JobSpec> jobs;
   std::vector<BackgroundTraffic> background;
+  /// Iterations each job runs back to back in the run together (`iterations:`, default 1): jobs of
+  /// different step times drift out of phase, so their meetings on the fabric change from one
+  /// iteration to the next; together is reported over iterations 2 onwards.
+  int iterations = 1;
 };
 
 /// Whether the file is a jobs scenario (it has `jobs:`); false for anything else, which

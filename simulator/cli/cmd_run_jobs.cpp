@@ -92,6 +92,7 @@ nlohmann::ordered_json jobs_json(const JobsScenario& js, const std::vector<JobOu
                          {"nodes", r.nodes},
                          {"alone_s", r.alone.iteration_s},
                          {"together_s", r.together.iteration_s},
+                         {"together_iterations_s", r.together_iterations_s},
                          {"slowdown", r.slowdown()},
                          {"tokens_per_s_alone", tokens / r.alone.iteration_s},
                          {"tokens_per_s_together", r.together.tokens_per_s},
@@ -118,7 +119,9 @@ void print_jobs(const JobsScenario& js, const std::vector<JobOutcome>& out) {
   for (const BackgroundTraffic& b : js.background)
     std::cout << fmt::format("background              {:.3f} GB/s on {}, each direction (taken off its capacity)\n",
                              b.rate_Bps / 1e9, b.link.name);
-  std::cout << "# alone: the job by itself on the cluster, on the same nodes; together: every job at once\n";
+  std::cout << "# alone: the job by itself on the cluster, on the same nodes; together: every job at once"
+            << (js.iterations > 1 ? fmt::format(", {} iterations back to back, the mean of iterations 2-{}", js.iterations, js.iterations) : "")
+            << "\n";
   std::cout << fmt::format("# {:<10} {:>6} {:<16} {:<13} {:>10} {:>12} {:>9} {:>19} {:>19}\n", "job", "GPUs", "nodes",
                            "placement", "alone (s)", "together (s)", "slowdown", "exposed DP (s)", "exposed PP (s)");
   for (std::size_t k = 0; k < out.size(); ++k) {
@@ -133,6 +136,12 @@ void print_jobs(const JobsScenario& js, const std::vector<JobOutcome>& out) {
                              fmt::format("{:.3f} -> {:.3f}", largest(r.alone.iteration, &RankBreakdown::pp_exposed_s),
                                          largest(r.together.iteration, &RankBreakdown::pp_exposed_s)));
   }
+  if (js.iterations > 1)
+    for (const JobOutcome& r : out) {
+      std::string times;
+      for (Seconds s : r.together_iterations_s) times += fmt::format("{}{:.3f}", times.empty() ? "" : " ", s);
+      std::cout << fmt::format("iterations of {:<10} {} s together (the first starts every job at once)\n", r.name, times);
+    }
   for (const JobOutcome& r : out)
     if (!r.together.iteration.tp_collectives.empty()) std::cout << fmt::format("TP collectives of {:<6} {}\n", r.name, r.together.iteration.tp_collectives);
   for (const JobOutcome& r : out)

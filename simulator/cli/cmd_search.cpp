@@ -100,7 +100,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--slurm", o->slurm,
                   "verify as a Slurm job array over this folder (shared by the nodes); rerun to resume");
   cmd->add_option("--sbatch", o->sbatch, "an option for sbatch with --slurm, e.g. --sbatch=--partition=gpu (repeatable)");
-  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->disable_flag_override();
+  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr and, as for every command, no text report on stdout (--json, --csv and files are still written)")->disable_flag_override();
   add_search_task_command(app);
   cmd->callback([o] {
     const std::vector<std::string>& dims = search_dimensions();

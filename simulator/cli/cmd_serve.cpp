@@ -71,9 +71,12 @@ nlohmann::ordered_json config_json(const ServingSpec& s) {
     requests["output_tokens"] = {{"min", q.output_tokens.min}, {"max", q.output_tokens.max}};
     if (q.shared_prefix.tokens > 0) requests["shared_prefix"] = {{"tokens", q.shared_prefix.tokens}, {"count", q.shared_prefix.count}};
   }
+  nlohmann::ordered_json replica_gpus = nlohmann::ordered_json::array();
+  for (const ReplicaPlacement& p : s.placement) replica_gpus.push_back(p.gpu);
   nlohmann::ordered_json j = {
       {"file", s.file}, {"name", s.name}, {"cluster", s.cluster_file}, {"catalog", s.catalog_file}, {"gpu", s.gpu.name}, {"model", s.model.name},
       {"precision", s.precision}, {"replicas", s.replicas}, {"gpus", s.gpus()},
+      {"replica_gpus", replica_gpus},
       {"parallel", {{"tp", s.parallel.tp}, {"pp", s.parallel.pp}, {"ep", s.parallel.ep}}},
       {"kv_cache", {{"dtype", s.kv.dtype}, {"block_tokens", s.kv.block_tokens}, {"memory_fraction", s.kv.memory_fraction},
                     {"swap_space_GiB", s.kv.swap_space_GiB}, {"prefix_caching", s.kv.prefix_caching}}},
@@ -110,10 +113,15 @@ nlohmann::ordered_json request_rows(const ServeResult& r) {
 nlohmann::ordered_json serve_json(const ServingSpec& s, const ServeResult& r, const ServeSummary& m, const ServeCost& c,
                                   const CostInputs& in) {
   nlohmann::ordered_json j = json_document("serve", config_json(s));
-  const ReplicaMemory& mem = r.memory;
-  j["memory"] = {{"usable_bytes", mem.usable_bytes}, {"weight_bytes", mem.weight_bytes}, {"workspace_bytes", mem.workspace_bytes},
-                 {"kv_bytes", mem.kv_bytes}, {"kv_bytes_per_token", mem.kv_bytes_per_token}, {"block_bytes", mem.block_bytes},
-                 {"blocks", mem.blocks}, {"stage_layers", mem.stage_layers}};
+  const auto memory = [](const ReplicaMemory& mem) -> nlohmann::ordered_json {
+    return {{"usable_bytes", mem.usable_bytes}, {"weight_bytes", mem.weight_bytes}, {"workspace_bytes", mem.workspace_bytes},
+            {"kv_bytes", mem.kv_bytes}, {"kv_bytes_per_token", mem.kv_bytes_per_token}, {"block_bytes", mem.block_bytes},
+            {"blocks", mem.blocks}, {"stage_layers", mem.stage_layers}};
+  };
+  j["memory"] = memory(r.memory);
+  nlohmann::ordered_json by_gpu = nlohmann::ordered_json::object();
+  for (const auto& [gpu, mem] : r.memory_by_gpu) by_gpu[gpu] = memory(mem);
+  j["memory_by_gpu"] = by_gpu;
   nlohmann::ordered_json summary = {
       {"requests", m.requests}, {"duration_s", m.duration_s}, {"ttft", latency_json(m.ttft)}, {"tpot", latency_json(m.tpot)},
       {"e2e", latency_json(m.e2e)}, {"requests_per_s", m.requests_per_s}, {"output_tokens_per_s", m.output_tokens_per_s},
@@ -143,16 +151,26 @@ std::string ms(Seconds s) { return fmt::format("{:.1f} ms", s * 1e3); }
 
 void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary& m, const ServeCost& c, const CostInputs& in) {
   const double gib = 1024.0 * 1024 * 1024;
-  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}, {} GPUs of {})\n", s.name,
-                           s.model.name, s.precision, s.replicas, s.parallel.tp, s.parallel.pp,
-                           s.parallel.ep > 1 ? fmt::format(" ep {}", s.parallel.ep) : "", s.gpus(), s.gpu.name);
-  if (s.disaggregation.enabled)
-    std::cout << fmt::format("disaggregated: {} prefill and {} decode replicas; KV transfer {} on average\n",
-                             s.disaggregation.prefill_replicas, s.disaggregation.decode_replicas, ms(m.kv_transfer_mean_s));
-  const ReplicaMemory& mem = r.memory;
-  std::cout << fmt::format("memory per GPU: {:.2f} GiB usable, weights {:.2f}, activations {:.2f}, KV cache {:.2f} GiB = {} blocks of {} tokens ({} tokens)\n",
-                           double(mem.usable_bytes) / gib, double(mem.weight_bytes) / gib, double(mem.workspace_bytes) / gib,
-                           double(mem.kv_bytes) / gib, mem.blocks, s.kv.block_tokens, mem.blocks * s.kv.block_tokens);
+  const bool one_model = r.memory_by_gpu.size() == 1;
+  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}, {})\n", s.name, s.model.name,
+                           s.precision, s.replicas, s.parallel.tp, s.parallel.pp,
+                           s.parallel.ep > 1 ? fmt::format(" ep {}", s.parallel.ep) : "",
+                           one_model ? fmt::format("{} GPUs of {}", s.gpus(), r.memory_by_gpu.front().first) : s.gpus_text());
+  if (s.disaggregation.enabled) {
+    const DisaggregationSpec& d = s.disaggregation;
+    if (one_model)
+      std::cout << fmt::format("disaggregated: {} prefill and {} decode replicas; KV transfer {} on average\n", d.prefill_replicas,
+                               d.decode_replicas, ms(m.kv_transfer_mean_s));
+    else
+      std::cout << fmt::format("disaggregated: prefill on {} x {}, decode on {} x {}; KV transfer {} on average\n",
+                               d.prefill_replicas, s.placement.front().gpu, d.decode_replicas, s.placement.back().gpu,
+                               ms(m.kv_transfer_mean_s));
+  }
+  for (const auto& [gpu, mem] : r.memory_by_gpu)
+    std::cout << fmt::format("memory per GPU{}: {:.2f} GiB usable, weights {:.2f}, activations {:.2f}, KV cache {:.2f} GiB = {} blocks of {} tokens ({} tokens)\n",
+                             one_model ? "" : " on " + gpu, double(mem.usable_bytes) / gib, double(mem.weight_bytes) / gib,
+                             double(mem.workspace_bytes) / gib, double(mem.kv_bytes) / gib, mem.blocks, s.kv.block_tokens,
+                             mem.blocks * s.kv.block_tokens);
   std::cout << fmt::format("{} requests over {:.1f} s: {:.2f} requests/s, {:.0f} output tokens/s, {:.0f} prompt tokens/s\n",
                            m.requests, m.duration_s, m.requests_per_s, m.output_tokens_per_s, m.prompt_tokens_per_s);
   std::cout << fmt::format("{:<10}{:>12}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99", "max");

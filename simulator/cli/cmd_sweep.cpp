@@ -57,7 +57,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--slurm", o->slurm,
                   "verify every point's best as one Slurm job array over this folder (shared by the nodes); rerun to resume");
   cmd->add_option("--sbatch", o->sbatch, "an option for sbatch with --slurm, e.g. --sbatch=--partition=gpu (repeatable)");
-  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr")->disable_flag_override();
+  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr and, as for every command, no text report on stdout (--json, --csv and files are still written)")->disable_flag_override();
   cmd->callback([o] {
     std::vector<SweepDimension> dims;
     for (const std::string& text : o->vary_cluster) dims.push_back(parse_sweep_dimension(text));

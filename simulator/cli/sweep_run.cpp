@@ -124,7 +124,7 @@ std::vector<SweepRow> run_sweep(const SweepRequest& o, const ScenarioSpec& base,
     row.cluster_name = s.cluster.name;
     row.gpus = s.cluster.gpu_count();
     row.bom = bill_of_materials(build_cluster(s.cluster));
-    row.cost = price_cluster(row.bom, s.cluster, catalog);
+    row.cost = price_cluster(row.bom, s.cluster, catalog, s.node_groups);
     Progress bar(fmt::format("point {}/{} screening", i + 1, points.size()), o.progress);
     const ScreenResult result = Screen(s).run(search_space(s, o.vary), [&](long done, long total) { bar.update(done, total); });
     bar.finish();

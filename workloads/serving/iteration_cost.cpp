@@ -39,12 +39,13 @@ long BatchShape::tokens() const {
   return t;
 }
 
-IterationCost::IterationCost(const ServingSpec& s, const ModelSpec& model, ServingComm& comm, int first_gpu)
+IterationCost::IterationCost(const ServingSpec& s, const ModelSpec& model, ServingComm& comm, const std::vector<int>& gpus)
     : s_(s), model_(model), comm_(comm) {
   const ServingParallel& p = s.parallel;
-  for (int k = 0; k < p.tp; ++k) tp_group_.push_back(first_gpu + k);
-  for (int k = 0; k < p.ep; ++k) ep_group_.push_back(first_gpu + k * (p.tp / p.ep));
-  for (int k = 0; k < p.pp; ++k) stage_first_gpu_.push_back(first_gpu + k * p.tp);
+  const auto gpu = [&](int rank) { return gpus.empty() ? rank : gpus[std::size_t(rank)]; };
+  for (int k = 0; k < p.tp; ++k) tp_group_.push_back(gpu(k));
+  for (int k = 0; k < p.ep; ++k) ep_group_.push_back(gpu(k * (p.tp / p.ep)));
+  for (int k = 0; k < p.pp; ++k) stage_first_gpu_.push_back(gpu(k * p.tp));
   kv_bytes_token_layer_ = kv_bytes_per_token_layer(model_, p.tp, s.kv.dtype_bytes);
 }
 

@@ -50,8 +50,9 @@ struct IterationTime {
 
 class IterationCost {
  public:
-  /// `model` is the target, or a draft model on the same replica's GPUs; `first_gpu` the replica's first GPU.
-  IterationCost(const ServingSpec& s, const ModelSpec& model, ServingComm& comm, int first_gpu = 0);
+  /// `model` is the target, or a draft model on the same replica's GPUs; `gpus` the replica's GPUs in
+  /// rank order (tensor-parallel rank fastest; empty: GPUs 0 onwards). Computes on `s.gpu`.
+  IterationCost(const ServingSpec& s, const ModelSpec& model, ServingComm& comm, const std::vector<int>& gpus = {});
   IterationTime time(const BatchShape& batch);
   /// One layer's linear ops (and their TP / EP communication) over `tokens` tokens, dense and MoE
   /// layers each times their count, over the whole model (every stage).

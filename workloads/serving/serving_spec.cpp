@@ -17,7 +17,7 @@ namespace {
 // (block 16 tokens, gpu_memory_utilization 0.9, max_num_seqs 256, chunked prefill, decode first).
 const std::initializer_list<const char*> kFields = {"name", "description", "cluster", "model", "precision", "catalog", "serving"};
 const std::initializer_list<const char*> kServingFields = {"replicas", "parallel", "kv_cache", "scheduler", "router", "requests",
-                                                           "slo", "disaggregated", "speculative", "series_interval_s"};
+                                                           "slo", "disaggregated", "speculative", "series_interval_s", "gpu"};
 const std::initializer_list<const char*> kParallelFields = {"tp", "pp", "ep"};
 const std::initializer_list<const char*> kKvFields = {"dtype", "block_tokens", "memory_fraction", "swap_space_GiB", "prefix_caching"};
 const std::initializer_list<const char*> kSchedulerFields = {"max_batch_tokens", "max_batch_requests", "chunked_prefill", "priority",
@@ -26,7 +26,7 @@ const std::initializer_list<const char*> kRequestFields = {"arrival", "rate_per_
                                                            "output_tokens", "seed", "trace", "shared_prefix"};
 const std::initializer_list<const char*> kPrefixFields = {"tokens", "count"};
 const std::initializer_list<const char*> kSloFields = {"ttft", "tpot"};
-const std::initializer_list<const char*> kDisaggFields = {"prefill_replicas", "decode_replicas"};
+const std::initializer_list<const char*> kDisaggFields = {"prefill_replicas", "decode_replicas", "prefill_gpu", "decode_gpu"};
 const std::initializer_list<const char*> kSpecFields = {"method", "tokens", "acceptance_rate", "draft_model"};
 
 // Bounds far above any real deployment that keep every count and time finite.
@@ -194,7 +194,8 @@ Seconds parse_duration(const YamlField& f) {
 }
 
 std::vector<std::string> serving_fields() {
-  std::vector<std::string> out = {"name", "precision", "catalog", "serving.replicas", "serving.router", "serving.series_interval_s"};
+  std::vector<std::string> out = {"name",           "precision",     "catalog", "serving.replicas", "serving.router", "serving.series_interval_s",
+                                  "serving.gpu"};
   add_fields(out, "serving.parallel.", kParallelFields);
   add_fields(out, "serving.kv_cache.", kKvFields);
   add_fields(out, "serving.scheduler.", kSchedulerFields);
@@ -225,6 +226,8 @@ ServingSpec load_serving(const std::string& path, const std::vector<std::string>
   s.catalog_file = holder.catalog_file;
   s.cluster = std::move(holder.cluster);
   s.gpu = std::move(holder.gpu);
+  s.node_groups = std::move(holder.node_groups);
+  s.group_gpus = std::move(holder.group_gpus);
   s.model = load_model_spec(resolve_scenario_path(dir, root.child("model")));
   if (auto p = root.find("precision")) {
     s.precision = p->as_string();
@@ -247,15 +250,26 @@ ServingSpec load_serving(const std::string& path, const std::vector<std::string>
   if (auto v = sv.find("speculative")) read_speculative(dir, *v, s);
   if (auto v = sv.find("series_interval_s")) s.series_interval_s = v->as_number_in(1e-3, kMaxDuration_s, "s");
 
+  if (auto g = sv.find("gpu")) s.serving_gpu = g->as_string();
+  std::vector<PoolModel> pools;
+  const auto pool_gpu = [&](const std::optional<YamlField>& f) -> std::optional<YamlField> { return f ? f : sv.find("gpu"); };
   if (auto d = sv.find("disaggregated")) {
     d->expect_keys(kDisaggFields);
-    s.disaggregation.enabled = true;
-    s.disaggregation.prefill_replicas = static_cast<int>(d->child("prefill_replicas").as_integer_in(1, kMaxReplicas));
-    s.disaggregation.decode_replicas = static_cast<int>(d->child("decode_replicas").as_integer_in(1, kMaxReplicas));
+    DisaggregationSpec& g = s.disaggregation;
+    g.enabled = true;
+    g.prefill_replicas = static_cast<int>(d->child("prefill_replicas").as_integer_in(1, kMaxReplicas));
+    g.decode_replicas = static_cast<int>(d->child("decode_replicas").as_integer_in(1, kMaxReplicas));
     if (auto r = sv.find("replicas")) r->fail("expected no replicas with disaggregated: (prefill_replicas + decode_replicas)");
-    s.replicas = s.disaggregation.prefill_replicas + s.disaggregation.decode_replicas;
-  } else if (auto r = sv.find("replicas")) {
-    s.replicas = static_cast<int>(r->as_integer_in(1, kMaxReplicas));
+    s.replicas = g.prefill_replicas + g.decode_replicas;
+    const std::optional<YamlField> pf = pool_gpu(d->find("prefill_gpu")), df = pool_gpu(d->find("decode_gpu"));
+    g.prefill_gpu = pf ? pf->as_string() : "";
+    g.decode_gpu = df ? df->as_string() : "";
+    pools.push_back({g.prefill_replicas, g.prefill_gpu, pf, d->child("prefill_replicas")});
+    pools.push_back({g.decode_replicas, g.decode_gpu, df, d->child("decode_replicas")});
+  } else {
+    const std::optional<YamlField> r = sv.find("replicas");
+    if (r) s.replicas = static_cast<int>(r->as_integer_in(1, kMaxReplicas));
+    pools.push_back({s.replicas, s.serving_gpu, sv.find("gpu"), r ? *r : sv});
   }
   if (s.gpus() > s.cluster.gpu_count()) {
     const std::optional<YamlField> r = sv.find("replicas");
@@ -264,6 +278,11 @@ ServingSpec load_serving(const std::string& path, const std::vector<std::string>
             std::to_string(s.replicas) + " replicas x " + std::to_string(s.parallel.gpus()) + " GPUs need " +
             std::to_string(s.gpus()));
   }
+  s.placement = place_replicas(s, pools);
+  // Every model the fleet runs on must run the precision (the cluster's own was checked above).
+  const std::optional<YamlField> precision = root.find("precision");
+  for (const ReplicaPlacement& p : s.placement)
+    if (p.gpu != s.gpu.name) s.gpu_model(p.gpu).peak_flops_or_fail(s.precision, precision ? *precision : sv);
   return s;
 }
 

@@ -4,14 +4,17 @@
 // parallelism, the KV cache, the scheduler, the router, the request stream and the SLO. Every field
 // is read and range-checked here; a bad one is a UserError at its line.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "topologies/cluster_spec.hpp"
+#include "topologies/node_groups.hpp"
 #include "topologies/units.hpp"
 #include "workloads/gpu_catalog.hpp"
 #include "workloads/model.hpp"
+#include "workloads/serving/replica_placement.hpp"
 
 namespace clustersim {
 
@@ -85,6 +88,7 @@ struct SloSpec {
 struct DisaggregationSpec {
   bool enabled = false;
   int prefill_replicas = 0, decode_replicas = 0;
+  std::string prefill_gpu, decode_gpu;  // each pool's GPU model on a heterogeneous cluster ("" : serving.gpu's, or any)
 };
 
 enum class SpeculativeMethod { none, draft, mtp };
@@ -110,7 +114,12 @@ struct ServingSpec {
   std::string file, name;
   std::string cluster_file, catalog_file;
   ClusterSpec cluster;
-  GpuModel gpu;
+  GpuModel gpu;  // the cluster's
+  /// A heterogeneous cluster's node groups and their models, from the same catalog.
+  std::vector<NodeGroup> node_groups;
+  std::map<std::string, GpuModel> group_gpus;
+  std::string serving_gpu;  // serving.gpu: every replica on this model ("" : where they fall)
+  std::vector<ReplicaPlacement> placement;  // per replica, prefill pool first
   ModelSpec model;
   std::string precision = "bf16";
   int replicas = 1;  // with disaggregation: prefill + decode replicas
@@ -126,6 +135,12 @@ struct ServingSpec {
   Seconds series_interval_s = 0;  // 0: the horizon / 100
 
   int gpus() const { return replicas * parallel.gpus(); }
+  /// The catalog entry of a model this cluster holds.
+  const GpuModel& gpu_model(const std::string& name) const { return name == gpu.name ? gpu : group_gpus.at(name); }
+  /// "24 H100-SXM", or "8 H100-SXM + 16 H200-SXM" when the replicas hold several models.
+  std::string gpus_text() const;
+  /// This spec as replica `r` sees it: `gpu` its own model (the iteration cost and memory read it).
+  ServingSpec on_replica_gpu(int r) const;
 };
 
 /// Reads, overrides (--set serving.scheduler.max_batch_tokens=4096; cluster.PATH=VALUE for the
