@@ -51,9 +51,9 @@ std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool all
   const int n = js.iterations;
   std::vector<std::unique_ptr<IterationBuilder>> builders;
   FlowGraph all;
-  std::vector<std::vector<std::size_t>> first(plans.size());  // per job, where each iteration's flows start
-  std::vector<std::size_t> graph_size(plans.size());           // per job, flows in one iteration
-  std::vector<std::vector<FlowId>> barriers(plans.size());     // per job, after each iteration but the last
+  std::vector<std::size_t> last_first(plans.size());  // per job, where its last iteration's flows start
+  std::vector<std::size_t> graph_size(plans.size());  // per job, flows in one iteration
+  std::vector<std::vector<FlowId>> barriers(plans.size());  // per job, after each iteration but the last
   for (std::size_t j = 0; j < plans.size(); ++j) {
     auto& b = builders.emplace_back(
         std::make_unique<IterationBuilder>(engine, router, plans[j], traces.empty() ? nullptr : traces[j]));
@@ -65,7 +65,7 @@ std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool all
       for (FlowId a : f.after) has_successor[std::size_t(a)] = 1;
     for (int k = 0; k < n; ++k) {
       const auto offset = static_cast<FlowId>(all.flows.size());
-      first[j].push_back(all.flows.size());
+      last_first[j] = all.flows.size();
       all.flows.reserve(all.flows.size() + g.flows.size() + 1);
       for (Flow f : g.flows) {
         for (FlowId& a : f.after) a += offset;
@@ -83,7 +83,7 @@ std::vector<JobOutcome> run_jobs(const JobsScenario& js, Solver solver, bool all
   for (std::size_t j = 0; j < builders.size(); ++j) {
     // The last iteration, its times from its own start, is the one accounted (and traced).
     const Seconds start = n > 1 ? finish[std::size_t(barriers[j].back())] : 0;
-    const std::size_t from = first[j][std::size_t(n - 1)], to = from + graph_size[j];
+    const std::size_t from = last_first[j], to = from + graph_size[j];
     std::vector<Seconds> own(finish.begin() + static_cast<std::ptrdiff_t>(from), finish.begin() + static_cast<std::ptrdiff_t>(to));
     for (Seconds& t : own) t -= start;
     RunReport& together = out[j].together;

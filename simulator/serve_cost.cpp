@@ -1,7 +1,5 @@
 #include "simulator/serve_cost.hpp"
 
-#include <algorithm>
-
 #include "topologies/bill_of_materials.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/user_error.hpp"
@@ -20,13 +18,7 @@ ServeCost serve_cost(const ServingSpec& s, const ServeSummary& m, const PriceCat
   out.priced = true;
   out.cluster_capital_usd = cost.capital_usd;
   out.cluster_power_W = cost.power_W;
-  std::vector<std::pair<std::string, int>> fleet;  // GPUs per model
-  for (const ReplicaPlacement& p : s.placement) {
-    auto it = std::find_if(fleet.begin(), fleet.end(), [&](const auto& f) { return f.first == p.gpu; });
-    if (it == fleet.end()) it = fleet.insert(fleet.end(), {p.gpu, 0});
-    it->second += int(p.gpus.size());
-  }
-  const ClusterCost share = fleet_share(cost, fleet, s.cluster.node.gpus);
+  const ClusterCost share = fleet_share(cost, s.gpus_by_model(), s.cluster.node.gpus);
   out.share = share.capital_usd / cost.capital_usd;
   out.fleet_usd_per_year = usd_per_year(share, e);
   const double usd_per_s = out.fleet_usd_per_year / kSecondsPerYear;

@@ -64,15 +64,19 @@ std::vector<ReplicaPlacement> place_replicas(const ServingSpec& s, const std::ve
   return out;
 }
 
-std::string ServingSpec::gpus_text() const {
-  std::vector<std::pair<std::string, int>> counts;  // in placement order
+std::vector<std::pair<std::string, int>> ServingSpec::gpus_by_model() const {
+  std::vector<std::pair<std::string, int>> counts;
   for (const ReplicaPlacement& p : placement) {
     auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == p.gpu; });
     if (it == counts.end()) it = counts.insert(counts.end(), {p.gpu, 0});
     it->second += int(p.gpus.size());
   }
+  return counts;
+}
+
+std::string ServingSpec::gpus_text() const {
   std::string out;
-  for (const auto& [name, count] : counts) out += (out.empty() ? "" : " + ") + std::to_string(count) + " " + name;
+  for (const auto& [name, count] : gpus_by_model()) out += (out.empty() ? "" : " + ") + std::to_string(count) + " " + name;
   return out;
 }
 

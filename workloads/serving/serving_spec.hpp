@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topologies/cluster_spec.hpp"
@@ -137,6 +138,8 @@ struct ServingSpec {
   int gpus() const { return replicas * parallel.gpus(); }
   /// The catalog entry of a model this cluster holds.
   const GpuModel& gpu_model(const std::string& name) const { return name == gpu.name ? gpu : group_gpus.at(name); }
+  /// The fleet's GPUs per model, in the order the replicas first use them.
+  std::vector<std::pair<std::string, int>> gpus_by_model() const;
   /// "24 H100-SXM", or "8 H100-SXM + 16 H200-SXM" when the replicas hold several models.
   std::string gpus_text() const;
   /// This spec as replica `r` sees it: `gpu` its own model (the iteration cost and memory read it).
