@@ -64,7 +64,10 @@ ServeSummary summarize_serving(const ServingSpec& s, const ServeResult& r) {
   if (r.prefix_hit_tokens + r.prefill_tokens > 0)
     out.prefix_hit_rate = double(r.prefix_hit_tokens) / double(r.prefix_hit_tokens + r.prefill_tokens);
   out.prefix_evictions = r.prefix_evictions;
-  if (r.kv_transfers > 0) out.kv_transfer_mean_s = r.kv_transfer_s_sum / double(r.kv_transfers);
+  if (r.kv_transfers > 0) {
+    out.kv_transfer_mean_s = r.kv_transfer_s_sum / double(r.kv_transfers);
+    out.kv_transfer_alone_mean_s = r.kv_transfer_alone_s_sum / double(r.kv_transfers);
+  }
   if (r.decode_steps > 0) out.tokens_per_decode_step = r.accepted_tokens_sum / double(r.decode_steps);
   return out;
 }

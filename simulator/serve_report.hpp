@@ -32,6 +32,7 @@ struct ServeSummary {
   double prefix_hit_rate = 0;  // prompt tokens found cached over prompt tokens the KV cache needed
   long prefix_evictions = 0;
   Seconds kv_transfer_mean_s = 0;
+  Seconds kv_transfer_alone_mean_s = 0;  // what they would take each alone: the gap is contention
   double tokens_per_decode_step = 0;  // speculative: mean tokens a decode step emits
 };
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <memory>
 #include <queue>
 #include <set>
@@ -10,19 +11,21 @@
 #include "topologies/user_error.hpp"
 #include "workloads/serving/comm_cost.hpp"
 #include "workloads/serving/iteration_cost.hpp"
+#include "workloads/serving/kv_transfers.hpp"
 #include "workloads/serving/request_stream.hpp"
 
 namespace clustersim {
 
 namespace {
 
-enum class EventKind { iteration_end, kv_arrival };
+// kv_wake: the next KV shard's bytes are through at the rates of KvTransfers version `index`.
+enum class EventKind { iteration_end, kv_arrival, kv_wake };
 
 struct Event {
   Seconds time_s;
   long seq;
   EventKind kind;
-  long index;  // replica, or request
+  long index;  // replica, request, or KvTransfers version
   bool operator>(const Event& o) const { return time_s != o.time_s ? time_s > o.time_s : seq > o.seq; }
 };
 
@@ -62,7 +65,7 @@ void check_fits(const ServingSpec& s, const std::vector<Request>& requests, cons
 class Loop {
  public:
   Loop(const ServingSpec& s, TraceSink* trace)
-      : s_(s), trace_(trace), cluster_(build_cluster(s.cluster)), comm_(cluster_) {
+      : s_(s), trace_(trace), cluster_(build_cluster(s.cluster)), comm_(cluster_), kv_(cluster_, comm_) {
     std::vector<int> replica_model;
     for (int k = 0; k < s.replicas; ++k) replica_model.push_back(model_of(k));
     r_.memory = models_[std::size_t(replica_model.front())].memory;
@@ -103,6 +106,9 @@ class Loop {
     std::size_t next = 0;
     const std::size_t n = r_.requests.size();
     while (next < n || !events_.empty()) {
+      // A wake-up for rates that have changed since is dropped before it moves the clock.
+      while (!events_.empty() && events_.top().kind == EventKind::kv_wake && events_.top().index != kv_.version()) events_.pop();
+      if (next >= n && events_.empty()) break;
       const bool arrival = next < n && (events_.empty() || r_.requests[next].request.arrival_s < events_.top().time_s);
       const Seconds now = arrival ? r_.requests[next].request.arrival_s : events_.top().time_s;
       sample_until(now);
@@ -116,7 +122,14 @@ class Loop {
       }
       const Event e = events_.top();
       events_.pop();
-      if (e.kind == EventKind::kv_arrival) {
+      if (e.kind == EventKind::kv_wake) {
+        for (const auto& [id, lands_s] : kv_.advance(now)) {
+          events_.push({lands_s, seq_++, EventKind::kv_arrival, id});
+          r_.kv_transfer_s_sum += lands_s - kv_started_s_[std::size_t(id)];
+          ++r_.kv_transfers;
+        }
+        wake_kv();
+      } else if (e.kind == EventKind::kv_arrival) {
         const int k = r_.requests[std::size_t(e.index)].replica;
         enqueue(k, e.index);
         if (!replicas_[std::size_t(k)].busy) start(k, now);
@@ -246,20 +259,28 @@ class Loop {
     forget_load(k);
     rep.scheduler.complete(plan, now, r_.requests, accepted, done_);
     note_load(k);
+    bool started_kv = false;
     for (long id : done_) {
       RequestState& r = r_.requests[std::size_t(id)];
       if (r.finished()) continue;
       // Prefilled on the prefill pool: its KV cache moves to a decode replica.
       const int to = route(front_end_, s_.replicas, -1);
       const double bytes = double(r.computed_tokens) * r_.memory.kv_bytes_per_token;
-      const Seconds t = comm_.transfer_s(rep.first_gpu, replicas_[std::size_t(to)].first_gpu, bytes);
       r.replica = to;
-      r_.kv_transfer_s_sum += t;
-      ++r_.kv_transfers;
-      events_.push({now + t, seq_++, EventKind::kv_arrival, id});
+      if (kv_started_s_.empty()) kv_started_s_.assign(r_.requests.size(), 0);
+      kv_started_s_[std::size_t(id)] = now;
+      r_.kv_transfer_alone_s_sum += kv_.start(now, id, s_.placement[std::size_t(k)].gpus, s_.placement[std::size_t(to)].gpus, bytes);
+      started_kv = true;
     }
+    if (started_kv) wake_kv();
     rep.busy = false;
     if (!rep.scheduler.idle()) start(k, now);
+  }
+
+  /// A wake-up at the next KV shard's end, for the present rates.
+  void wake_kv() {
+    if (kv_.next_end_s() < std::numeric_limits<double>::infinity())
+      events_.push({kv_.next_end_s(), seq_++, EventKind::kv_wake, kv_.version()});
   }
 
   void trace_iteration(const Replica& rep, const ServeBatch& plan, Seconds now) {
@@ -297,6 +318,8 @@ class Loop {
   TraceSink* trace_;
   Cluster cluster_;
   ServingComm comm_;
+  KvTransfers kv_;                     // KV caches in flight between the pools
+  std::vector<Seconds> kv_started_s_;  // per request, when its KV cache left (disaggregated)
   std::vector<ModelCosts> models_;
   std::vector<Replica> replicas_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;

@@ -58,7 +58,8 @@ struct ServeResult {
   long prefix_evictions = 0;                // cached prefixes evicted for blocks
   double kv_utilization_time_integral = 0;  // blocks-in-use fraction x seconds, summed per replica
   Seconds end_s = 0;                        // the last event
-  double kv_transfer_s_sum = 0;
+  double kv_transfer_s_sum = 0;        // start to landing, sharing the fabric with the others in flight
+  double kv_transfer_alone_s_sum = 0;  // the same transfers, each alone on the fabric
   long kv_transfers = 0;
   double accepted_tokens_sum = 0;           // speculative: tokens emitted per decode step, summed
   long decode_steps = 0;

@@ -219,9 +219,11 @@ TEST_CASE("disaggregated: the KV cache crosses the routed path at its bottleneck
   for (const RequestState& q : r.requests) bytes += double(q.request.prompt_tokens) * r.memory.kv_bytes_per_token;
   const double bottleneck_Bps = 400e9 / 8 * 0.94;
   const double expected = bytes / double(r.requests.size()) / bottleneck_Bps;
-  INFO("mean transfer " << m.kv_transfer_mean_s << " s, bytes over the bottleneck " << expected << " s");
-  CHECK(m.kv_transfer_mean_s >= expected);
-  CHECK(m.kv_transfer_mean_s < expected + 20e-6);  // the path's latencies: a few microseconds
+  INFO("mean transfer alone " << m.kv_transfer_alone_mean_s << " s, bytes over the bottleneck " << expected << " s");
+  CHECK(m.kv_transfer_alone_mean_s >= expected);
+  CHECK(m.kv_transfer_alone_mean_s < expected + 20e-6);  // the path's latencies: a few microseconds
+  // Each GPU's shard on its own rail: alone, no two shards meet; transfers in flight together may.
+  CHECK(m.kv_transfer_mean_s >= m.kv_transfer_alone_mean_s * (1 - 1e-12));
   for (const RequestState& q : r.requests) CHECK(q.replica >= s.disaggregation.prefill_replicas);
 }
 

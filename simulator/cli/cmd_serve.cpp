@@ -135,7 +135,10 @@ nlohmann::ordered_json serve_json(const ServingSpec& s, const ServeResult& r, co
     summary["slo_met_fraction"] = m.slo_met_fraction;
     summary["goodput_requests_per_s"] = m.goodput_requests_per_s;
   }
-  if (s.disaggregation.enabled) summary["kv_transfer_mean_s"] = m.kv_transfer_mean_s;
+  if (s.disaggregation.enabled) {
+    summary["kv_transfer_mean_s"] = m.kv_transfer_mean_s;
+    summary["kv_transfer_alone_mean_s"] = m.kv_transfer_alone_mean_s;
+  }
   if (s.speculative.method != SpeculativeMethod::none) summary["tokens_per_decode_step"] = m.tokens_per_decode_step;
   j["summary"] = summary;
   j["cost"] = cost_json(c, in);
@@ -159,12 +162,12 @@ void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary
   if (s.disaggregation.enabled) {
     const DisaggregationSpec& d = s.disaggregation;
     if (one_model)
-      std::cout << fmt::format("disaggregated: {} prefill and {} decode replicas; KV transfer {} on average\n", d.prefill_replicas,
-                               d.decode_replicas, ms(m.kv_transfer_mean_s));
+      std::cout << fmt::format("disaggregated: {} prefill and {} decode replicas; KV transfer {} on average ({} alone)\n",
+                               d.prefill_replicas, d.decode_replicas, ms(m.kv_transfer_mean_s), ms(m.kv_transfer_alone_mean_s));
     else
-      std::cout << fmt::format("disaggregated: prefill on {} x {}, decode on {} x {}; KV transfer {} on average\n",
+      std::cout << fmt::format("disaggregated: prefill on {} x {}, decode on {} x {}; KV transfer {} on average ({} alone)\n",
                                d.prefill_replicas, s.placement.front().gpu, d.decode_replicas, s.placement.back().gpu,
-                               ms(m.kv_transfer_mean_s));
+                               ms(m.kv_transfer_mean_s), ms(m.kv_transfer_alone_mean_s));
   }
   for (const auto& [gpu, mem] : r.memory_by_gpu)
     std::cout << fmt::format("memory per GPU{}: {:.2f} GiB usable, weights {:.2f}, activations {:.2f}, KV cache {:.2f} GiB = {} blocks of {} tokens ({} tokens)\n",

@@ -33,12 +33,18 @@ Seconds ServingComm::all_to_all_s(const std::vector<int>& group, double bytes_pe
 std::pair<BytesPerSecond, Seconds> ServingComm::path(int a, int b) {
   const auto key = std::make_pair(a, b);
   if (auto it = paths_.find(key); it != paths_.end()) return it->second;
-  const Route r = router_.route(a, b, flow_hash(a, b, 0));
+  const Route& r = route(a, b);
   BytesPerSecond bottleneck = std::numeric_limits<double>::infinity();
   for (LinkDir d : r.links) bottleneck = std::min(bottleneck, cluster_.effective_bandwidth_Bps(link_of(d)));
   const auto out = std::make_pair(bottleneck, r.latency_s);
   paths_.emplace(key, out);
   return out;
+}
+
+const Route& ServingComm::route(int a, int b) {
+  const auto key = std::make_pair(a, b);
+  if (auto it = routes_.find(key); it != routes_.end()) return it->second;
+  return routes_.emplace(key, router_.route(a, b, flow_hash(a, b, 0))).first->second;
 }
 
 Seconds ServingComm::transfer_s(int a, int b, double bytes) {

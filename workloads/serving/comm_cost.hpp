@@ -5,9 +5,10 @@
 // not tune all-to-all or send/recv, so those are bytes over bandwidth: an all-to-all of B bytes per
 // GPU over n ranks moves B (n - 1) / n through each GPU's share of its node's bandwidth (scale-up
 // inside a node, else the lesser of scale-up and its share of the node's NICs, nccl_topology's
-// figures); a point-to-point transfer (a pipeline send, a KV cache moving between pools) is its
-// bytes over the bottleneck link of the routed path (topologies/router.hpp, usable rates after
-// each link type's efficiency) plus the path's latency.
+// figures); a point-to-point transfer (a pipeline send, a KV cache moving between pools, alone) is
+// its bytes over the bottleneck link of the routed path (topologies/router.hpp, usable rates after
+// each link type's efficiency) plus the path's latency; kv_transfers.hpp shares the fabric among
+// the KV caches in flight.
 #include <map>
 #include <tuple>
 #include <vector>
@@ -29,6 +30,8 @@ class ServingComm {
   Seconds transfer_s(int a, int b, double bytes);
   /// The routed path's bottleneck (usable B/s) and latency, a != b.
   std::pair<BytesPerSecond, Seconds> path(int a, int b);
+  /// The route a transfer from GPU a to GPU b takes (one ECMP hash per GPU pair), a != b.
+  const Route& route(int a, int b);
   int channels() const { return channels_; }
 
  private:
@@ -37,6 +40,7 @@ class ServingComm {
   int channels_ = 2;
   std::map<std::pair<std::vector<int>, Bytes>, Seconds> all_reduce_;
   std::map<std::pair<int, int>, std::pair<BytesPerSecond, Seconds>> paths_;
+  std::map<std::pair<int, int>, Route> routes_;
 };
 
 }  // namespace clustersim
