@@ -87,6 +87,7 @@ class Loop {
       if (trace_ && trace_->wants(replicas_.back().first_gpu, true)) trace_->place(replicas_.back().first_gpu, 0, k);
     }
     front_end_ = d.enabled ? d.prefill_replicas : s.replicas;
+    inbound_.assign(std::size_t(s.replicas), 0);
     for (int k = 0; k < s.replicas; ++k) note_load(k);
     r_.requests.reserve(stream.size());
     for (const Request& q : stream) {
@@ -131,6 +132,9 @@ class Loop {
         wake_kv();
       } else if (e.kind == EventKind::kv_arrival) {
         const int k = r_.requests[std::size_t(e.index)].replica;
+        forget_load(k);
+        --inbound_[std::size_t(k)];
+        note_load(k);
         enqueue(k, e.index);
         if (!replicas_[std::size_t(k)].busy) start(k, now);
       } else {
@@ -190,7 +194,7 @@ class Loop {
         if (cached(k)) best = k;
         continue;
       }
-      if (a.free_blocks() != b.free_blocks() ? a.free_blocks() > b.free_blocks() : a.outstanding() < b.outstanding()) best = k;
+      if (a.free_blocks() != b.free_blocks() ? a.free_blocks() > b.free_blocks() : load(k) < load(best)) best = k;
     }
     return best;
   }
@@ -202,8 +206,11 @@ class Loop {
     rep.scheduler.enqueue(id);
     note_load(k);
   }
-  void forget_load(int k) { load_[k < front_end_ ? 0 : 1].erase({replicas_[std::size_t(k)].scheduler.outstanding(), k}); }
-  void note_load(int k) { load_[k < front_end_ ? 0 : 1].insert({replicas_[std::size_t(k)].scheduler.outstanding(), k}); }
+  void forget_load(int k) { load_[k < front_end_ ? 0 : 1].erase({load(k), k}); }
+  void note_load(int k) { load_[k < front_end_ ? 0 : 1].insert({load(k), k}); }
+  /// A replica's requests, queued or running, and those whose KV cache is on its way to it: a
+  /// router that counted only the first would send a whole burst of prefills to one decode replica.
+  long load(int k) const { return replicas_[std::size_t(k)].scheduler.outstanding() + inbound_[std::size_t(k)]; }
 
   void start(int k, Seconds now) {
     Replica& rep = replicas_[std::size_t(k)];
@@ -267,6 +274,9 @@ class Loop {
       const int to = route(front_end_, s_.replicas, -1);
       const double bytes = double(r.computed_tokens) * r_.memory.kv_bytes_per_token;
       r.replica = to;
+      forget_load(to);
+      ++inbound_[std::size_t(to)];
+      note_load(to);
       if (kv_started_s_.empty()) kv_started_s_.assign(r_.requests.size(), 0);
       kv_started_s_[std::size_t(id)] = now;
       r_.kv_transfer_alone_s_sum += kv_.start(now, id, s_.placement[std::size_t(k)].gpus, s_.placement[std::size_t(to)].gpus, bytes);
@@ -320,6 +330,7 @@ class Loop {
   ServingComm comm_;
   KvTransfers kv_;                     // KV caches in flight between the pools
   std::vector<Seconds> kv_started_s_;  // per request, when its KV cache left (disaggregated)
+  std::vector<long> inbound_;          // per replica, KV caches on their way to it
   std::vector<ModelCosts> models_;
   std::vector<Replica> replicas_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;

@@ -1,4 +1,4 @@
-// `clustersim bench --serve`: how fast `serve` simulates issue 19's two cases.
+// `clustersim bench --serve`: how fast `serve` simulates issue 19's two cases, and a disaggregated fleet.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -14,7 +14,8 @@ namespace clustersim::cli {
 
 BenchResult bench_serve(const std::vector<std::string>& sets, long repeat) {
   // Issue 19's targets: one hour at 10 requests/s on one 8-GPU replica (<= 10 s on one core), and
-  // 1,000 replicas for ten simulated minutes (<= 5 min).
+  // 1,000 replicas for ten simulated minutes (<= 5 min); then the fleet disaggregated, whose KV
+  // caches share the fabric (no target: what every transfer's max-min sharing costs).
   struct Case {
     const char* what;
     const char* file;
@@ -23,7 +24,8 @@ BenchResult bench_serve(const std::vector<std::string>& sets, long repeat) {
   const std::vector<Case> cases = {
       {"1 replica x 8 GPUs, 1 h at 10 req/s", "scenarios/serving/llama3-70b-h100-tp8.yaml",
        {"serving.requests.rate_per_s=10", "serving.requests.duration_s=3600"}},
-      {"1000 replicas x 8 GPUs, 10 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet.yaml", {}}};
+      {"1000 replicas x 8 GPUs, 10 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet.yaml", {}},
+      {"400 prefill + 600 decode replicas, 1 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet-disagg.yaml", {}}};
   std::vector<ServingSpec> specs;  // both read (the user's --set after each case's) before any timing
   for (const Case& c : cases) {
     const std::string file = shipped_file(c.file);

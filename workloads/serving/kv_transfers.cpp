@@ -1,8 +1,10 @@
 #include "workloads/serving/kv_transfers.hpp"
 
 #include <algorithm>
-#include <map>
+#include <functional>
+#include <queue>
 #include <stdexcept>
+#include <tuple>
 
 namespace clustersim {
 
@@ -26,8 +28,19 @@ Seconds KvTransfers::start(Seconds now, long request, const std::vector<int>& fr
     free_transfers_.pop_back();
   }
   transfers_[std::size_t(t)] = {request, int(from_gpus.size()), now};
+  std::vector<int> started;
   for (std::size_t i = 0; i < from_gpus.size(); ++i) {
-    Shard s;
+    int k = 0;
+    if (free_shards_.empty()) {
+      k = int(shards_.size());
+      shards_.emplace_back();
+      seen_.push_back(0);
+    } else {
+      k = free_shards_.back();
+      free_shards_.pop_back();
+    }
+    Shard& s = shards_[std::size_t(k)];
+    s = Shard{};
     s.transfer = t;
     s.remaining_bytes = std::max(0.0, bytes_per_gpu);
     s.since = now;
@@ -36,9 +49,10 @@ Seconds KvTransfers::start(Seconds now, long request, const std::vector<int>& fr
       s.links = r.links;
       s.latency_s = r.latency_s;
     }
-    shards_.push_back(std::move(s));
+    for (LinkDir d : s.links) on_link_[d].push_back(k);
+    started.push_back(k);
   }
-  rerate(now);
+  rerate(now, started);
   return timing_alone_ ? 0 : alone_s(from_gpus, to_gpus, bytes_per_gpu);
 }
 
@@ -54,85 +68,105 @@ Seconds KvTransfers::alone_s(const std::vector<int>& from_gpus, const std::vecto
 
 std::vector<std::pair<long, Seconds>> KvTransfers::advance(Seconds now) {
   std::vector<std::pair<long, Seconds>> landed;
-  if (shards_.empty() || now < next_end_s_) return landed;
-  const Seconds through = within_rounding(now);
-  std::vector<Shard> moving;
-  moving.reserve(shards_.size());
-  for (Shard& s : shards_) {
-    const Seconds end = s.rate_Bps > 0 ? s.since + s.remaining_bytes / s.rate_Bps : s.since;
-    // The shard whose end set next_end_s_ ends here whatever the rounding, so a wake-up always
-    // moves the run on.
-    if (end > through && end != next_end_s_) {
-      moving.push_back(std::move(s));
-      continue;
+  if (ends_.empty() || now < ends_.begin()->first) return landed;
+  // The first end is through whatever the rounding (so a wake-up always moves the run on), and so
+  // is every end within rounding of now.
+  const Seconds through = std::max(within_rounding(now), ends_.begin()->first);
+  std::vector<int> neighbours;
+  while (!ends_.empty() && ends_.begin()->first <= through) {
+    const int k = ends_.begin()->second;
+    ends_.erase(ends_.begin());
+    Shard& s = shards_[std::size_t(k)];
+    for (LinkDir d : s.links) {
+      std::vector<int>& on = on_link_[d];
+      on.erase(std::find(on.begin(), on.end(), k));
+      neighbours.insert(neighbours.end(), on.begin(), on.end());
+      if (on.empty()) on_link_.erase(d);
     }
     Transfer& t = transfers_[std::size_t(s.transfer)];
-    t.lands_s = std::max(t.lands_s, end + s.latency_s);
+    t.lands_s = std::max(t.lands_s, s.end_s + s.latency_s);
     if (--t.shards_left == 0) {
       landed.emplace_back(t.request, t.lands_s);
       free_transfers_.push_back(s.transfer);
     }
+    s.transfer = -1;
+    free_shards_.push_back(k);
   }
-  shards_ = std::move(moving);
-  rerate(now);
+  // A neighbour may itself have ended in this same instant.
+  neighbours.erase(std::remove_if(neighbours.begin(), neighbours.end(), [&](int k) { return shards_[std::size_t(k)].transfer < 0; }),
+                   neighbours.end());
+  rerate(now, neighbours);
   return landed;
 }
 
-void KvTransfers::rerate(Seconds now) {
+void KvTransfers::rerate(Seconds now, const std::vector<int>& seeds) {
   ++version_;
-  for (Shard& s : shards_) {
+  // The shards coupled to the seeds through shared links, and those links (in id order, so ties
+  // in the filling below fall the same way every run).
+  std::vector<int> shards;
+  std::vector<LinkDir> links;
+  for (int k : seeds)
+    if (!seen_[std::size_t(k)]) {
+      seen_[std::size_t(k)] = 1;
+      shards.push_back(k);
+    }
+  for (std::size_t i = 0; i < shards.size(); ++i)
+    for (LinkDir d : shards_[std::size_t(shards[i])].links) {
+      links.push_back(d);
+      for (int k : on_link_.at(d))
+        if (!seen_[std::size_t(k)]) {
+          seen_[std::size_t(k)] = 1;
+          shards.push_back(k);
+        }
+    }
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  for (int k : shards) {
+    seen_[std::size_t(k)] = 0;
+    Shard& s = shards_[std::size_t(k)];
+    ends_.erase({s.end_s, k});
     s.remaining_bytes = std::max(0.0, s.remaining_bytes - s.rate_Bps * (now - s.since));
     s.since = now;
     s.rate_Bps = 0;
   }
   // Progressive filling with equal shares: the link direction that leaves its unfixed shards the
-  // least (what is left of it over their count) fixes them at that share; repeat. Link directions
-  // in id order, so ties fall the same way every run.
-  struct Direction {
-    double left_Bps = 0;
-    int unfixed = 0;
-    std::vector<int> shards;
-  };
-  std::map<LinkDir, Direction> on;
-  for (int i = 0; i < int(shards_.size()); ++i)
-    for (LinkDir d : shards_[std::size_t(i)].links) {
-      auto [it, added] = on.try_emplace(d);
-      if (added) it->second.left_Bps = cluster_.effective_bandwidth_Bps(link_of(d));
-      ++it->second.unfixed;
-      it->second.shards.push_back(i);
-    }
-  std::vector<char> fixed(shards_.size(), 0);
-  for (std::size_t i = 0; i < shards_.size(); ++i)
-    if (shards_[i].links.empty()) fixed[i] = 1;  // nothing to cross: through at once
-  for (;;) {
-    Direction* tightest = nullptr;
-    double share_Bps = 0;
-    for (auto& [d, dir] : on) {
-      if (dir.unfixed == 0) continue;
-      const double share = std::max(0.0, dir.left_Bps) / dir.unfixed;
-      if (!tightest || share < share_Bps) {
-        tightest = &dir;
-        share_Bps = share;
-      }
-    }
-    if (!tightest) break;
-    for (int i : tightest->shards) {
-      if (fixed[std::size_t(i)]) continue;
-      fixed[std::size_t(i)] = 1;
-      Shard& s = shards_[std::size_t(i)];
+  // least (what is left of it over their count) fixes them at that share; repeat. Every shard on
+  // these links is among `shards`, so each link's whole capacity is theirs.
+  std::vector<double> left_Bps(links.size());
+  std::vector<int> unfixed(links.size());
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    left_Bps[i] = cluster_.effective_bandwidth_Bps(link_of(links[i]));
+    unfixed[i] = int(on_link_.at(links[i]).size());
+  }
+  const auto index_of = [&](LinkDir d) { return std::size_t(std::lower_bound(links.begin(), links.end(), d) - links.begin()); };
+  // The tightest link first, lowest id among equals; a link's share only grows as shards elsewhere
+  // are fixed below it, so an entry pushed before its link's last change is stale and skipped.
+  using Entry = std::tuple<double, std::size_t, int>;  // share, link, its change count then
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> tightest;
+  std::vector<int> changes(links.size(), 0);
+  for (std::size_t i = 0; i < links.size(); ++i) tightest.emplace(left_Bps[i] / unfixed[i], i, 0);
+  while (!tightest.empty()) {
+    const auto [share_Bps, i, change] = tightest.top();
+    tightest.pop();
+    if (change != changes[i] || unfixed[i] == 0) continue;
+    if (share_Bps <= 0) throw std::logic_error("KvTransfers: a KV shard got no share of its links");
+    for (int k : on_link_.at(links[i])) {
+      Shard& s = shards_[std::size_t(k)];
+      if (s.rate_Bps > 0) continue;
       s.rate_Bps = share_Bps;
       for (LinkDir d : s.links) {
-        Direction& dir = on.at(d);
-        dir.left_Bps -= share_Bps;
-        --dir.unfixed;
+        const std::size_t j = index_of(d);
+        left_Bps[j] -= share_Bps;
+        --unfixed[j];
+        ++changes[j];
+        if (unfixed[j] > 0) tightest.emplace(std::max(0.0, left_Bps[j]) / unfixed[j], j, changes[j]);
       }
     }
   }
-  next_end_s_ = std::numeric_limits<double>::infinity();
-  for (const Shard& s : shards_) {
-    if (s.rate_Bps <= 0 && s.remaining_bytes > 0 && !s.links.empty())
-      throw std::logic_error("KvTransfers: a KV shard got no share of its links");
-    next_end_s_ = std::min(next_end_s_, s.rate_Bps > 0 ? s.since + s.remaining_bytes / s.rate_Bps : s.since);
+  for (int k : shards) {
+    Shard& s = shards_[std::size_t(k)];
+    s.end_s = s.rate_Bps > 0 ? s.since + s.remaining_bytes / s.rate_Bps : s.since;  // no links: through at once
+    ends_.insert({s.end_s, k});
   }
 }
 

@@ -10,6 +10,8 @@
 // on links of its own, that is the shard's bytes over its path's bottleneck plus the latency
 // (ServingComm::transfer_s).
 #include <limits>
+#include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -30,7 +32,7 @@ class KvTransfers {
                 double bytes_per_gpu);
 
   /// When the next flow's bytes are through at the present rates; infinity when none is moving.
-  Seconds next_end_s() const { return next_end_s_; }
+  Seconds next_end_s() const { return ends_.empty() ? std::numeric_limits<double>::infinity() : ends_.begin()->first; }
 
   /// Moves every flow on to `now` (no earlier than the last call) and returns, for each transfer
   /// whose bytes are all through, its request and when it lands (now or later, by the latency).
@@ -41,11 +43,12 @@ class KvTransfers {
 
  private:
   struct Shard {
-    long transfer = 0;  // into transfers_
+    long transfer = -1;  // into transfers_; -1 once through (its slot is free)
     std::vector<LinkDir> links;
     double remaining_bytes = 0;
     double rate_Bps = 0;
     Seconds since = 0;  // remaining_bytes is as of this time
+    Seconds end_s = 0;  // when its bytes are through at rate_Bps
     Seconds latency_s = 0;
   };
   struct Transfer {
@@ -54,18 +57,22 @@ class KvTransfers {
     Seconds lands_s = 0;  // the latest of its shards' bytes-through + latency so far
   };
 
-  void rerate(Seconds now);
+  /// New max-min rates for the shards that share a link, directly or through others, with any of
+  /// `seeds`: only they can change when a shard starts or ends.
+  void rerate(Seconds now, const std::vector<int>& seeds);
   Seconds alone_s(const std::vector<int>& from_gpus, const std::vector<int>& to_gpus, double bytes_per_gpu);
-
-  bool timing_alone_ = false;  // this one times a transfer alone (alone_s), so it does not time its own
 
   const Cluster& cluster_;
   ServingComm& comm_;
-  std::vector<Shard> shards_;  // those moving
+  std::vector<Shard> shards_;
+  std::vector<int> free_shards_;
+  std::unordered_map<LinkDir, std::vector<int>> on_link_;  // the moving shards on each link direction
+  std::set<std::pair<Seconds, int>> ends_;                  // (end_s, shard) of every moving shard
   std::vector<Transfer> transfers_;
   std::vector<long> free_transfers_;
-  Seconds next_end_s_ = std::numeric_limits<double>::infinity();
+  std::vector<char> seen_;  // per shard, for rerate's walk
   long version_ = 0;
+  bool timing_alone_ = false;  // this one times a transfer alone (alone_s), so it does not time its own
 };
 
 }  // namespace clustersim
