@@ -4,8 +4,9 @@
 // sends it to the decode replica's GPU of the same rank, so a transfer is tp x pp flows. Every flow
 // in flight gets its max-min fair share of each link direction it crosses (progressive filling,
 // equal shares, as the engine's fluid solver shares a fabric), recomputed whenever one starts or
-// ends for the flows that share a link with it, directly or through others: concurrent transfers that meet on a NIC, a leaf uplink or a spine slow each other, and a
-// node with fewer NICs than GPUs carries its GPUs' shards through the NICs it has. A transfer lands
+// ends for the flows that share a link with it, directly or through others: concurrent transfers
+// that meet on a NIC, a leaf uplink or a spine slow each other, and a node with fewer NICs than
+// GPUs carries its GPUs' shards through the NICs it has. A transfer lands
 // when its last shard's bytes are through, plus that shard's path latency; alone, with each shard
 // on links of its own, that is the shard's bytes over its path's bottleneck plus the latency
 // (ServingComm::transfer_s).
