@@ -96,6 +96,7 @@ class Loop {
       st.target_tokens = q.prompt_tokens;
       r_.requests.push_back(st);
     }
+    if (d.enabled) kv_started_s_.assign(r_.requests.size(), 0);
     interval_s_ = s.series_interval_s;
     if (interval_s_ <= 0) {
       const Seconds last = stream.empty() ? 1 : stream.back().arrival_s;
@@ -132,9 +133,7 @@ class Loop {
         wake_kv();
       } else if (e.kind == EventKind::kv_arrival) {
         const int k = r_.requests[std::size_t(e.index)].replica;
-        forget_load(k);
-        --inbound_[std::size_t(k)];
-        note_load(k);
+        add_inbound(k, -1);
         enqueue(k, e.index);
         if (!replicas_[std::size_t(k)].busy) start(k, now);
       } else {
@@ -211,6 +210,11 @@ class Loop {
   /// A replica's requests, queued or running, and those whose KV cache is on its way to it: a
   /// router that counted only the first would send a whole burst of prefills to one decode replica.
   long load(int k) const { return replicas_[std::size_t(k)].scheduler.outstanding() + inbound_[std::size_t(k)]; }
+  void add_inbound(int k, long delta) {
+    forget_load(k);
+    inbound_[std::size_t(k)] += delta;
+    note_load(k);
+  }
 
   void start(int k, Seconds now) {
     Replica& rep = replicas_[std::size_t(k)];
@@ -274,10 +278,7 @@ class Loop {
       const int to = route(front_end_, s_.replicas, -1);
       const double bytes = double(r.computed_tokens) * r_.memory.kv_bytes_per_token;
       r.replica = to;
-      forget_load(to);
-      ++inbound_[std::size_t(to)];
-      note_load(to);
-      if (kv_started_s_.empty()) kv_started_s_.assign(r_.requests.size(), 0);
+      add_inbound(to, +1);
       kv_started_s_[std::size_t(id)] = now;
       r_.kv_transfer_alone_s_sum += kv_.start(now, id, s_.placement[std::size_t(k)].gpus, s_.placement[std::size_t(to)].gpus, bytes);
       started_kv = true;
