@@ -42,39 +42,77 @@ std::vector<Segment> network_segments(const Router& router, const std::vector<Li
   return out;
 }
 
+/// The paths of a flow's sub-flows, one list of links each; empty where the flow does not split.
+std::vector<std::vector<LinkDir>> sub_flow_links(const Router& router, const std::vector<LinkDir>& links) {
+  const FabricSpec& fabric = router.cluster().spec.fabric;
+  const std::vector<Segment> segments = network_segments(router, links);
+  const bool spray = fabric.routing == Routing::spray;
+  int choice = 1;  // equal-cost next hops at the first switch of the widest segment
+  for (const Segment& s : segments) choice = std::max(choice, router.first_hop_ways(s.src_port, s.dst_port));
+  // Spraying a flow with one path changes nothing but the solver's work. Every connection across
+  // the network has its queue pairs, one path or many: each is a share of its NIC, as the NIC
+  // arbitrates between QPs, so a connection of one path still counts as many as the others.
+  if (spray ? choice == 1 : segments.empty()) return {};
+  const int ways = std::min(spray ? choice : fabric.qps_per_connection, kMaxSprayWays);
+  std::vector<std::vector<LinkDir>> out(static_cast<std::size_t>(ways));
+  for (int way = 0; way < ways; ++way) {
+    std::vector<LinkDir>& sub = out[static_cast<std::size_t>(way)];
+    std::size_t at = 0;
+    Route path;
+    for (const Segment& s : segments) {
+      sub.insert(sub.end(), links.begin() + static_cast<std::ptrdiff_t>(at), links.begin() + static_cast<std::ptrdiff_t>(s.first));
+      path.links.clear();
+      if (spray) {
+        router.append_port_path(s.src_port, s.dst_port, flow_hash(s.src_port, s.dst_port, 0), way, path);
+      } else {
+        // Queue pair `way` of this connection: its hash follows from the path the connection itself
+        // was hashed onto (so each channel's connection has its own QPs) and from the QP's number.
+        std::uint64_t seed = flow_hash(s.src_port, s.dst_port, way);
+        for (std::size_t i = s.first; i <= s.last; ++i) seed = flow_hash(static_cast<int>(seed >> 33), links[i], way);
+        router.append_port_path(s.src_port, s.dst_port, seed, -1, path);
+      }
+      sub.insert(sub.end(), path.links.begin(), path.links.end());
+      at = s.last + 1;
+    }
+    sub.insert(sub.end(), links.begin() + static_cast<std::ptrdiff_t>(at), links.end());
+  }
+  return out;
+}
+
 }  // namespace
 
-FlowGraph spray_flows(const Router& router, const FlowGraph& graph) {
+bool splits_flows(const FabricSpec& fabric) {
+  return fabric.routing == Routing::spray || (fabric.routing == Routing::ecmp && fabric.qps_per_connection > 1);
+}
+
+FlowGraph split_flows(const Router& router, const FlowGraph& graph) {
+  if (!splits_flows(router.cluster().spec.fabric)) return graph;
   FlowGraph out;
   out.flows = graph.flows;
   for (std::size_t id = 0; id < graph.flows.size(); ++id) {
     const Flow& f = graph.flows[id];
     if (f.size_bytes == 0) continue;
-    const std::vector<Segment> segments = network_segments(router, f.links);
-    int ways = 1;
-    for (const Segment& s : segments) ways = std::max(ways, router.first_hop_ways(s.src_port, s.dst_port));
-    ways = std::min(ways, kMaxSprayWays);
-    if (ways == 1) continue;
+    std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, f.links);
+    if (paths.empty()) continue;
+    const Bytes ways = static_cast<Bytes>(paths.size());
     Flow join = timer_flow(f.src_gpu, 0);
-    for (int way = 0; way < ways; ++way) {
+    for (Bytes way = 0; way < ways; ++way) {
       Flow sub = f;
-      sub.size_bytes = f.size_bytes / static_cast<Bytes>(ways) + (static_cast<Bytes>(way) < f.size_bytes % static_cast<Bytes>(ways));
-      sub.links.clear();
-      std::size_t at = 0;
-      Route path;
-      for (const Segment& s : segments) {
-        sub.links.insert(sub.links.end(), f.links.begin() + static_cast<std::ptrdiff_t>(at),
-                         f.links.begin() + static_cast<std::ptrdiff_t>(s.first));
-        path.links.clear();
-        router.append_port_path(s.src_port, s.dst_port, flow_hash(s.src_port, s.dst_port, 0), way, path);
-        sub.links.insert(sub.links.end(), path.links.begin(), path.links.end());
-        at = s.last + 1;
-      }
-      sub.links.insert(sub.links.end(), f.links.begin() + static_cast<std::ptrdiff_t>(at), f.links.end());
+      sub.size_bytes = f.size_bytes / ways + (way < f.size_bytes % ways);
+      sub.links = std::move(paths[static_cast<std::size_t>(way)]);
       join.after.push_back(out.add(std::move(sub)));
     }
     out.flows[id] = std::move(join);
   }
+  return out;
+}
+
+std::vector<LinkDir> split_links(const Router& router, const std::vector<LinkDir>& links) {
+  if (!splits_flows(router.cluster().spec.fabric)) return links;
+  const std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, links);
+  if (paths.empty()) return links;
+  std::vector<LinkDir> out;
+  for (const auto& p : paths) out.insert(out.end(), p.begin(), p.end());
   return out;
 }
 

@@ -77,14 +77,14 @@ struct FabricEngine::Impl {
   std::vector<double> link_bytes;
   std::unique_ptr<FluidSolver> fluid;
   std::unique_ptr<SimGridSolver> simgrid;
-  std::unique_ptr<Router> spray_router;  // fabric.routing: spray
+  std::unique_ptr<Router> split_router;  // fabric.routing: spray, or queue pairs under ecmp
 };
 
 FabricEngine::FabricEngine(const Cluster& cluster, Solver solver) : impl_(std::make_unique<Impl>()) {
   impl_->solver = solver;
   impl_->gpus = cluster.gpu_count();
   impl_->link_directions = 2 * cluster.links.size();
-  if (cluster.spec.fabric.routing == Routing::spray) impl_->spray_router = std::make_unique<Router>(cluster);
+  if (splits_flows(cluster.spec.fabric)) impl_->split_router = std::make_unique<Router>(cluster);
   if (solver == Solver::fluid)
     impl_->fluid = std::make_unique<FluidSolver>(link_capacities_Bps(cluster), cluster.spec.fabric.sharing == Sharing::equal);
   else
@@ -103,10 +103,10 @@ void FabricEngine::record_link_bytes(bool on) {
 const std::vector<double>& FabricEngine::last_link_bytes() const { return impl_->link_bytes; }
 
 std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
-  // Spraying lowers each fabric-crossing flow into sub-flows behind a join in its place.
-  FlowGraph sprayed;
-  if (impl_->spray_router) sprayed = spray_flows(*impl_->spray_router, input);
-  const FlowGraph& graph = impl_->spray_router ? sprayed : input;
+  // Spraying and queue pairs lower each fabric-crossing flow into sub-flows behind a join in its place.
+  FlowGraph split;
+  if (impl_->split_router) split = split_flows(*impl_->split_router, input);
+  const FlowGraph& graph = impl_->split_router ? split : input;
   bool copied = false;
   for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id) {
     check_flow(graph.flows[id], id, impl_->gpus, graph.flows.size());

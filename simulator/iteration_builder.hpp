@@ -95,6 +95,10 @@ class IterationBuilder {
   /// so every microbatch hashes onto the same path (a training run's router keeps it, routed once).
   Route transfer_route(int src, int dst) const { return router_.route(src, dst, flow_hash(src, dst, 0)); }
 
+  /// The links a flow over `links` loads as the engine runs it: every sub-flow's where the fabric's
+  /// routing splits it (collectives/spray.hpp), so that the fold and the isolation proof see them.
+  std::vector<LinkDir> as_run(std::vector<LinkDir> links) const;
+
   /// The job's traffic other than TP collectives, as the fold and the isolation proof see it:
   /// each replica's own flows (every GPU's pipeline transfers, the syncs inside it) and the
   /// gradient rings shared between replicas. Empty when folded without proof or free.

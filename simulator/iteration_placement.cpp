@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "collectives/spray.hpp"
 #include "simulator/iteration_builder.hpp"
 #include "simulator/traffic_isolation.hpp"
 #include "topologies/user_error.hpp"
@@ -31,6 +32,10 @@ std::vector<std::pair<int, int>> IterationBuilder::sync_pairs() const {
   return pairs;
 }
 
+std::vector<LinkDir> IterationBuilder::as_run(std::vector<LinkDir> links) const {
+  return splits_flows(router_.cluster().spec.fabric) ? split_links(router_, links) : links;
+}
+
 FoldInput IterationBuilder::job_traffic() const {
   FoldInput in;
   in.replicas = replicas_;
@@ -43,17 +48,17 @@ FoldInput IterationBuilder::job_traffic() const {
     for (int m = 0; m < members(); ++m) {
       for (const auto& [a, b] : pairs) {
         Route r = transfer_route(gpu(d, a, m), gpu(d, b, m));
-        own.push_back({std::move(r.links), r.latency_s, 0});
+        own.push_back({as_run(std::move(r.links)), r.latency_s, 0});
       }
       for (const auto& [a, b] : syncs)
         for (Flow& f : ring_flows(Op::all_reduce, {gpu(d, a, m), gpu(d, b, m)}, 1 << 20).flows)
-          own.push_back({std::move(f.links), f.latency_s, f.size_bytes});
+          own.push_back({as_run(std::move(f.links)), f.latency_s, f.size_bytes});
     }
   }
   for (int r = 0; r < ranks(); ++r)
     for (const auto* groups : {&dp_groups_[static_cast<std::size_t>(r)], &expert_groups_[static_cast<std::size_t>(r)]})
       for (const auto& group : *groups)
-        for (Flow& f : ring_flows(Op::all_reduce, group, 1 << 20).flows) in.shared.push_back(std::move(f.links));
+        for (Flow& f : ring_flows(Op::all_reduce, group, 1 << 20).flows) in.shared.push_back(as_run(std::move(f.links)));
   return in;
 }
 
@@ -117,11 +122,11 @@ std::vector<OwnFlow> IterationBuilder::group_flows(int rank, CommGroup kind, con
     const CollectiveChoice& choice = times_.choice(c);
     const CollectiveRequest req{choice.op, group, choice.bytes, plan_.channels, choice.protocol, 0};
     for (Flow& f : choice.algorithm->lower(router_, req).flows)
-      out.push_back({std::move(f.links), f.latency_s, f.size_bytes});
+      out.push_back({as_run(std::move(f.links)), f.latency_s, f.size_bytes});
   }
   if (kind == CommGroup::cp)
     for (int traffic : traffics_of(SegmentKind::cp_comm))
-      for (const Flow& f : in_place_flows_.traffic(traffic, group).flows) out.push_back({f.links, f.latency_s, f.size_bytes});
+      for (const Flow& f : in_place_flows_.traffic(traffic, group).flows) out.push_back({as_run(f.links), f.latency_s, f.size_bytes});
   return out;
 }
 
@@ -174,7 +179,7 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
       for (const auto& group : ep_groups(b, r)) {
         std::vector<OwnFlow>& flows = ep.groups.emplace_back();
         for (int t : all_to_alls)
-          for (const Flow& f : in_place_flows_.traffic(t, group).flows) flows.push_back({f.links, f.latency_s, f.size_bytes});
+          for (const Flow& f : in_place_flows_.traffic(t, group).flows) flows.push_back({as_run(f.links), f.latency_s, f.size_bytes});
         ep.leaves_node |= spans_nodes(group);
         ep.timed_as.push_back(0);
         ep.replica_of.push_back(b * ep_replicas());

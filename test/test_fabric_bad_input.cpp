@@ -60,6 +60,21 @@ TEST_CASE("Valiant routing on a fabric without groups is rejected at fabric.rout
                "fabric.routing", "expected ecmp, adaptive or spray on a rail_only fabric");
 }
 
+TEST_CASE("queue pairs per connection: a count outside 1 to 64, or under routing other than ecmp, is named") {
+  expect_error(kFatTree, "  nodes: 384\n", "  nodes: 384\n  qps_per_connection: 0\n", "qps_per_connection: 0",
+               "fabric.qps_per_connection", "expected an integer from 1 to 64");
+  expect_error(kFatTree, "  nodes: 384\n", "  nodes: 384\n  qps_per_connection: 65\n", "qps_per_connection: 65",
+               "fabric.qps_per_connection", "expected an integer from 1 to 64");
+  expect_error(kFatTree, "  nodes: 384\n", "  nodes: 384\n  qps_per_connection: 2.5\n", "qps_per_connection: 2.5",
+               "fabric.qps_per_connection", "expected an integer");
+  // Written before or after the routing it conflicts with, the error is at the queue pairs.
+  expect_error(kFatTree, "  nodes: 384\n", "  nodes: 384\n  routing: spray\n  qps_per_connection: 16\n",
+               "qps_per_connection: 16", "fabric.qps_per_connection",
+               "expected 1 under routing: spray: queue pairs are hashed onto paths only under routing: ecmp");
+  expect_error(kFatTree, "  nodes: 384\n", "  nodes: 384\n  qps_per_connection: 16\n  routing: adaptive\n",
+               "qps_per_connection: 16", "fabric.qps_per_connection", "expected 1 under routing: adaptive");
+}
+
 TEST_CASE("a rail-only rail that does not fit its tiers is named at fabric.tiers") {
   // 2048 nodes on one 64-port switch per rail, once the spine tier is deleted.
   expect_error(kRailOnly, "    - {radix: 64}                        # 32 rail spines\n", "", "tiers:", "fabric.tiers",

@@ -1,9 +1,11 @@
-// Routing policies per fabric (fabric.routing): hashed ECMP, adaptive (least routed flows at the
+// Routing policies per fabric (fabric.routing, fabric.qps_per_connection): hashed ECMP, queue pairs
+// hashed one by one, adaptive (least routed flows at the
 // flow's start) and packet spraying (a flow spread evenly over every equal-cost path). On the plain
 // fat tree, two flows that ECMP hashes onto one uplink run at half rate; the other two do not.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "collectives/spray.hpp"
@@ -76,7 +78,7 @@ TEST_CASE("a sprayed flow is one sub-flow per uplink with its bytes shared out, 
   Flow same_leaf = test::flow_on(router.route(0, 1, 1), 0, 1, 500);  // one leaf: nothing to spray
   same_leaf.after = {first};
   g.add(same_leaf);
-  const FlowGraph s = spray_flows(router, g);
+  const FlowGraph s = split_flows(router, g);
   REQUIRE(s.flows.size() == 4);
   CHECK(s.flows[0].links.empty());
   CHECK(s.flows[0].size_bytes == 0);
@@ -86,6 +88,44 @@ TEST_CASE("a sprayed flow is one sub-flow per uplink with its bytes shared out, 
   CHECK(s.flows[2].size_bytes + s.flows[3].size_bytes == 1001);
   CHECK(s.flows[2].links.size() == g.flows[0].links.size());
   CHECK(s.flows[2].links[2] != s.flows[3].links[2]);  // the two uplinks of leaf 0
+}
+
+TEST_CASE("queue pairs: a connection's bytes split over that many hashed sub-flows behind a join, alone still NIC-bound") {
+  std::string yaml = test::replaced_all(test::kSmallFatTreeYaml, "bandwidth_GBps: 30", "bandwidth_GBps: 300", "tree");
+  yaml = test::replaced_all(yaml, "  type: fat_tree\n", "  type: fat_tree\n  qps_per_connection: 8\n", "tree");
+  const Cluster c = test::cluster_from_yaml(yaml);
+  const Router router(c);
+  FlowGraph g;
+  const Route r = router.route(0, 2, flow_hash(0, 2, 0));
+  g.add(test::flow_on(r, 0, 2, kSize + 3));
+  // One leaf, one path: split all the same, so that each connection is as many shares of its NIC
+  // as any other (a NIC arbitrates between queue pairs), each sub-flow on the flow's own links.
+  g.add(test::flow_on(router.route(0, 1, 1), 0, 1, 800));
+  const FlowGraph s = split_flows(router, g);
+  REQUIRE(s.flows.size() == 2 + 8 + 8);
+  CHECK(s.flows[0].links.empty());
+  CHECK(s.flows[0].after == std::vector<FlowId>{2, 3, 4, 5, 6, 7, 8, 9});
+  CHECK(s.flows[1].links.empty());
+  CHECK(s.flows[1].after.size() == 8);
+  for (std::size_t q = 10; q < s.flows.size(); ++q) {
+    CHECK(s.flows[q].links == g.flows[1].links);
+    CHECK(s.flows[q].size_bytes == 100);
+  }
+  Bytes total = 0;
+  std::set<LinkDir> uplinks;
+  for (std::size_t q = 2; q < 10; ++q) {
+    total += s.flows[q].size_bytes;
+    CHECK(s.flows[q].size_bytes >= kSize / 8);
+    REQUIRE(s.flows[q].links.size() == r.links.size());
+    uplinks.insert(s.flows[q].links[2]);
+  }
+  CHECK(total == kSize + 3);
+  CHECK(uplinks.size() == 2);  // 8 hashes over the leaf's 2 uplinks: both taken (deterministic)
+  // Alone, the sub-flows share the NIC, which bounds them as it bounds the whole flow: S / 25 GB/s.
+  FabricEngine engine(c);
+  FlowGraph one;
+  one.add(test::flow_on(r, 0, 2, kSize));
+  CHECK(engine.run(one)[0] == Approx(r.latency_s + 1.0 * kSize / kUplink_Bps).epsilon(1e-9));
 }
 
 TEST_CASE("adaptive routing sends the second flow up the uplink the first left free") {
@@ -126,4 +166,19 @@ TEST_CASE("a 64-GPU ring on the A100 fat tree: hashing halves it, spraying and a
     CHECK(ring_busbw_GBps(file) == Approx(rails).epsilon(0.01));
     std::remove(file.c_str());
   }
+  // Queue pairs hashed one by one (Meta's Enhanced-ECMP): one is hashed ECMP exactly, two collide
+  // less, and from four on every channel's hops spread so that the ring runs as on rails.
+  auto with_qps = [&](int qps) {
+    const std::string file = test::temp_file(test::shipped_with("scenarios/clusters/dgx-a100-fat-tree.yaml", "  type: fat_tree\n",
+                                                                "  type: fat_tree\n  qps_per_connection: " + std::to_string(qps) + "\n"));
+    const double busbw = ring_busbw_GBps(file);
+    std::remove(file.c_str());
+    return busbw;
+  };
+  const double hashed = ring_busbw_GBps(tree);
+  CHECK(with_qps(1) == hashed);
+  const double two = with_qps(2);
+  CHECK(two > hashed);
+  CHECK(two < 0.9 * rails);
+  CHECK(with_qps(16) == Approx(rails).epsilon(0.01));
 }

@@ -274,6 +274,7 @@ const std::vector<std::pair<DefaultCheck, ClusterRead>>& cluster_checks() {
       // Another value (2) needs a multi_plane fabric: only the default is compared.
       {{"node.nics.ports", "", "", {}}, [](const ClusterSpec& c) { return std::to_string(c.node.nic_ports); }},
       {{"fabric.routing", "", "adaptive", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.routing)); }},
+      {{"fabric.qps_per_connection", "", "16", {}}, [](const ClusterSpec& c) { return std::to_string(c.fabric.qps_per_connection); }},
       {{"fabric.sharing", "", "latency", {}}, [](const ClusterSpec& c) { return std::string(to_string(c.fabric.sharing)); }},
       {{"fabric.sharp", "", "true", {}}, [b](const ClusterSpec& c) { return b(c.fabric.sharp); }},
       {{"fabric.tiers[].oversubscription", "", "2", {}}, [](const ClusterSpec& c) { return std::to_string(c.fabric.tiers[0].oversubscription); }},

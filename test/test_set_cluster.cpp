@@ -50,8 +50,8 @@ TEST_CASE("run --json echoes the cluster overrides in its configuration", "[set]
 TEST_CASE("a --set of a cluster key the schema lacks is one line naming --set and the allowed keys", "[set]") {
   CHECK(command_line_error("run " + kSmall + " --set cluster.fabric.warp=1") ==
         "error: command line: --set: unknown cluster field 'cluster.fabric.warp' (expected one of: type, nodes, "
-        "nodes_per_unit, planes, dims, groups, routers_per_group, global_links, routing, sharing, link_type, bandwidth_Gbps, "
-        "latency_us, tiers, sharp)\n");
+        "nodes_per_unit, planes, dims, groups, routers_per_group, global_links, routing, qps_per_connection, sharing, "
+        "link_type, bandwidth_Gbps, latency_us, tiers, sharp)\n");
 }
 
 TEST_CASE("a --set of a cluster path the file does not have is one line saying which part is missing", "[set]") {

@@ -291,5 +291,6 @@ TEST_CASE("validate without --rows runs published.yaml and every set folder's pu
   CHECK(WEXITSTATUS(status) == 2);
   CHECK(test::read_file(err) ==
         "error: command line: --sets: expected one of the sets narayanan-table1, korthikanti-table5, "
-        "b200, mlperf-gpt3-h100, mlperf-llama31-405b-h100, mlperf-llama31-8b-mi355x, nemo-h100; got 'no-such-set'\n");
+        "b200, llama3-herd-h100, mlperf-gpt3-h100, mlperf-llama31-405b-h100, mlperf-llama31-8b-mi355x, nemo-h100; got "
+        "'no-such-set'\n");
 }

@@ -32,6 +32,7 @@ constexpr long kMaxRadix = 4096;                              // today's largest
 constexpr double kMaxOversubscription = 1000;
 constexpr long kMaxNicPorts = 8;                              // a NIC splits into at most a few planes
 constexpr long kMaxPlanes = 8;
+constexpr long kMaxQpsPerConnection = 64;                     // as many as a 128-port leaf's uplinks
 constexpr long kMaxTorusSide = 65536;                         // three sides multiply well inside a long
 // A bound far above any real cluster that keeps GPU and link ids well inside an int.
 constexpr long kMaxGpus = 1L << 22;
@@ -112,7 +113,7 @@ NodeSpec read_node(const YamlField& f, const ClusterSpec& spec) {
 
 FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
   f.expect_keys({"type", "nodes", "nodes_per_unit", "planes", "dims", "groups", "routers_per_group", "global_links",
-                 "routing", "sharing", "link_type", "bandwidth_Gbps", "latency_us", "tiers", "sharp"});
+                 "routing", "qps_per_connection", "sharing", "link_type", "bandwidth_Gbps", "latency_us", "tiers", "sharp"});
   FabricSpec fabric;
   YamlField type = f.child("type");
   fabric.type = type.as_string();
@@ -138,6 +139,13 @@ FabricSpec read_fabric(const YamlField& f, const ClusterSpec& spec) {
     // Valiant's detour is through another group: only a dragonfly has groups.
     if (fabric.routing == Routing::valiant && fabric.type != "dragonfly")
       r->fail("expected ecmp, adaptive or spray on a " + fabric.type + " fabric: valiant routes through an intermediate group of a dragonfly");
+  }
+  if (auto q = f.find("qps_per_connection")) {
+    fabric.qps_per_connection = read_count(*q, kMaxQpsPerConnection, "queue pairs");
+    // Spraying already spreads every flow over every path; adaptive picks one path a flow.
+    if (fabric.qps_per_connection > 1 && fabric.routing != Routing::ecmp)
+      q->fail(std::string("expected 1 under routing: ") + to_string(fabric.routing) +
+              ": queue pairs are hashed onto paths only under routing: ecmp");
   }
   if (auto s = f.find("sharing")) fabric.sharing = s->as_choice({"latency", "equal"}) == "equal" ? Sharing::equal : Sharing::latency;
   if (auto s = f.find("sharp")) fabric.sharp = s->as_bool();

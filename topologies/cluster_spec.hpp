@@ -70,6 +70,10 @@ struct FabricSpec {
   int routers_per_group = 0;   // dragonfly
   int global_links = 0;        // dragonfly: links from each router to other groups
   Routing routing = Routing::ecmp;
+  /// ecmp: queue pairs a GPU pair's connection spreads its bytes over, each hashed onto its own
+  /// equal-cost path (NCCL_IB_QPS_PER_CONNECTION with NCCL_IB_SPLIT_DATA_ON_QPS; Meta's 16 flows
+  /// under Enhanced-ECMP). 1: one hash per flow.
+  int qps_per_connection = 1;
   Sharing sharing = Sharing::equal;  // on every link the engine models, NVLink and PCIe too
   bool sharp = false;          // the switches reduce in the network (InfiniBand SHARP): CollNet can run
 };

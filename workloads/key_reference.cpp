@@ -175,6 +175,7 @@ const std::vector<KeyReference>& key_reference() {
       {"cluster", "fabric.routers_per_group", "routers (dragonfly)", ""},
       {"cluster", "fabric.global_links", "links per router (dragonfly)", ""},
       {"cluster", "fabric.routing", "ecmp, adaptive, spray or valiant (dragonfly)", "ecmp"},
+      {"cluster", "fabric.qps_per_connection", "integer 1-64, each queue pair hashed (routing: ecmp)", "1"},
       {"cluster", "fabric.sharing", "equal or latency (how a full link splits between its flows)", "equal"},
       {"cluster", "fabric.sharp", "boolean: the switches reduce in the network (InfiniBand SHARP; collnet_direct, collnet_chain)", "false"},
       {"cluster", "fabric.link_type", "a link_types name (switch to switch)", ""},

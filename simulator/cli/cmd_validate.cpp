@@ -45,8 +45,8 @@ std::vector<std::string> default_rows_files() {
 }
 
 // A rows file: `set:` names the set of its rows (a row may name its own), `rows:` lists them. A
-// row's tokens_per_s_per_gpu, when given, is the published throughput its iteration time came
-// from (for the reader and for test_validate's check of the conversion); validate reads the time.
+// row's tokens_per_s_per_gpu or published_mfu, when given, is the published throughput its iteration
+// time came from (for the reader and for the tests' check of the conversion); validate reads the time.
 std::vector<Row> load_rows(const std::string& path) {
   const YamlField root = YamlField::load_file(path, "--rows");
   root.expect_keys({"set", "rows"});
@@ -57,11 +57,12 @@ std::vector<Row> load_rows(const std::string& path) {
   std::vector<Row> out;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const YamlField r = rows.element(i);
-    r.expect_keys({"set", "name", "scenario", "published_iter_s", "tokens_per_s_per_gpu", "source"});
+    r.expect_keys({"set", "name", "scenario", "published_iter_s", "tokens_per_s_per_gpu", "published_mfu", "source"});
     const YamlField scenario = r.child("scenario");
     const std::string resolved = (dir / scenario.as_string()).string();
     if (auto why = input_file_problem(resolved)) scenario.fail("cannot open '" + resolved + "' (" + *why + ")");
     if (auto t = r.find("tokens_per_s_per_gpu")) t->as_number_in(1e-6, 1e9, "tokens/s");
+    if (auto m = r.find("published_mfu")) m->as_number_in(1e-6, 1, "a fraction of the peak");
     const YamlField source = r.child("source");
     if (source.as_string().empty()) source.fail("expected the row's source (paper and table, log or page, with its date)");
     out.push_back({r.find("set") ? r.child("set").as_string() : file_set, r.child("name").as_string(), resolved,
