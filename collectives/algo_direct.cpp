@@ -20,7 +20,7 @@ class Direct final : public Algorithm {
 
   std::optional<std::string> not_applicable(const Cluster& cluster, const CollectiveRequest& req) const override {
     if (auto why = Algorithm::not_applicable(cluster, req)) return why;
-    if (pxn_ && cluster.spec.fabric.type != "rail_optimized" && cluster.spec.fabric.type != "rail_only")
+    if (pxn_ && !pxn_applies(cluster))
       return "pxn needs a rail-optimized fabric; " + cluster.spec.fabric.type + " has no rails";
     return std::nullopt;
   }

@@ -19,7 +19,7 @@ void route_transfer(const Router& router, int src, int dst, bool pxn, std::uint6
   if (!crosses_network(c, src, dst)) return router.append_scale_up(src, dst, r);
   const int dst_nic = c.nic_of_gpu(dst);
   int src_nic = router.egress_nic(src, dst_nic);  // another rail's NIC on a rail-only fabric
-  if (pxn) src_nic = c.node_of_gpu(src) * c.nics_per_node() + c.rail_of_nic(dst_nic);
+  if (pxn) src_nic = pxn_egress_nic(c, src, dst);
   if (src_nic != c.nic_of_gpu(src)) router.append_scale_up(src, c.gpu_of_nic(src_nic), r);
   // As Router::route_between_nics: PCIe to the NIC, the fabric, PCIe from the NIC.
   r.append(c, forward(c.nic_pcie_link[src_nic]));
@@ -33,6 +33,14 @@ Seconds transfer_latency(bool network, const Route& r, const Protocol& protocol)
 }
 
 }  // namespace
+
+bool pxn_applies(const Cluster& cluster) {
+  return cluster.spec.fabric.type == "rail_optimized" || cluster.spec.fabric.type == "rail_only";
+}
+
+int pxn_egress_nic(const Cluster& c, int src_gpu, int dst_gpu) {
+  return c.node_of_gpu(src_gpu) * c.nics_per_node() + c.rail_of_nic(c.nic_of_gpu(dst_gpu));
+}
 
 Flow point_to_point_flow(const Router& router, int src, int dst, double data_bytes, const Protocol& protocol, bool pxn,
                          std::uint64_t hash) {

@@ -10,6 +10,15 @@
 
 namespace clustersim {
 
+/// Whether the fabric has rails for PXN to keep a transfer on (rail_optimized, rail_only): NCCL's
+/// send/recv then leaves by the sender node's NIC on the receiver's rail (src/graph/paths.cc,
+/// ncclTopoGetNetDev: P2P_PXN_LEVEL 2, its default, whenever that NIC's GPU is on the sender's NVLink).
+bool pxn_applies(const Cluster& cluster);
+
+/// The NIC a transfer from src to dst (on another node) leaves by under PXN: src's node's NIC on
+/// dst's rail, reached over the scale-up domain through the GPU next to it.
+int pxn_egress_nic(const Cluster& cluster, int src_gpu, int dst_gpu);
+
 /// A flow of `data_bytes` from src to dst, paying the protocol's base and per-hop latency.
 Flow point_to_point_flow(const Router& router, int src_gpu, int dst_gpu, double data_bytes, const Protocol& protocol,
                          bool pxn, std::uint64_t hash);

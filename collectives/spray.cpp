@@ -107,7 +107,7 @@ FlowGraph split_flows(const Router& router, const FlowGraph& graph) {
   return out;
 }
 
-std::vector<LinkDir> split_links(const Router& router, const std::vector<LinkDir>& links) {
+std::vector<LinkDir> split_links(const Router& router, std::vector<LinkDir> links) {
   if (!splits_flows(router.cluster().spec.fabric)) return links;
   const std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, links);
   if (paths.empty()) return links;

@@ -26,6 +26,6 @@ FlowGraph split_flows(const Router& router, const FlowGraph& graph);
 
 /// Every link the sub-flows of a flow over `links` cross, sub-flow after sub-flow (`links` where
 /// the flow does not split): what another replica's traffic may meet, for folding and isolation.
-std::vector<LinkDir> split_links(const Router& router, const std::vector<LinkDir>& links);
+std::vector<LinkDir> split_links(const Router& router, std::vector<LinkDir> links);
 
 }  // namespace clustersim

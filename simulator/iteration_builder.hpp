@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/point_to_point.hpp"
 #include "simulator/fold.hpp"
 #include "simulator/iteration.hpp"
 #include "simulator/pass_in_place.hpp"
@@ -44,7 +45,8 @@ class IterationBuilder {
         plan_(plan),
         times_(engine, router, plan),
         in_place_flows_(router, times_, plan.channels),
-        trace_(trace) {}
+        trace_(trace),
+        pxn_transfers_(pxn_applies(router.cluster())) {}
 
   IterationResult run();
   /// The iteration's flow graph, built but not run: several jobs' graphs share one engine run
@@ -93,7 +95,9 @@ class IterationBuilder {
 
   /// The route a pipeline transfer takes: one connection per GPU pair, as NCCL keeps one per peer,
   /// so every microbatch hashes onto the same path (a training run's router keeps it, routed once).
-  Route transfer_route(int src, int dst) const { return router_.route(src, dst, flow_hash(src, dst, 0)); }
+  /// On a fabric with rails it is NCCL's send/recv with PXN (collectives/point_to_point.hpp): over
+  /// NVLink to the GPU on the receiver's rail, then that rail, so it never changes rails in the fabric.
+  Route transfer_route(int src, int dst) const;
 
   /// The links a flow over `links` loads as the engine runs it: every sub-flow's where the fabric's
   /// routing splits it (collectives/spray.hpp), so that the fold and the isolation proof see them.
@@ -283,6 +287,7 @@ class IterationBuilder {
   std::map<FlowId, std::vector<FlowId>> gather_wait_;  // a pass (last step) -> parameter gathers it waits for
   Bytes pp_bytes_ = 0;
   TraceSink* trace_ = nullptr;
+  bool pxn_transfers_;  // pipeline transfers go by PXN (transfer_route)
   std::vector<int> simulated_as_;  // by replica: the simulated replica it folds onto (itself if simulated)
   struct CommRecord {
     int rank;

@@ -2,13 +2,30 @@
 // and context-parallel exchanges keep their alone times or run in place (traffic_isolation.hpp).
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
+#include "collectives/point_to_point.hpp"
 #include "collectives/spray.hpp"
 #include "simulator/iteration_builder.hpp"
 #include "simulator/traffic_isolation.hpp"
 #include "topologies/user_error.hpp"
 
 namespace clustersim {
+
+Route IterationBuilder::transfer_route(int src, int dst) const {
+  const Cluster& c = router_.cluster();
+  const std::uint64_t hash = flow_hash(src, dst, 0);
+  if (!pxn_transfers_ || c.node_of_gpu(src) == c.node_of_gpu(dst)) return router_.route(src, dst, hash);
+  const int nic = pxn_egress_nic(c, src, dst), via = c.gpu_of_nic(nic);
+  if (via == src) return router_.route(src, dst, hash);
+  Route r;
+  router_.append_scale_up(src, via, r);
+  if (c.nic_of_gpu(via) == nic)
+    router_.append_route(via, dst, hash, r);  // kept by the router: one GPU pair, every microbatch
+  else
+    r.append(router_.route_between_nics(nic, c.nic_of_gpu(dst), hash));
+  return r;
+}
 
 std::vector<std::pair<int, int>> IterationBuilder::transfer_pairs() const {
   std::vector<std::pair<int, int>> pairs;
@@ -33,7 +50,7 @@ std::vector<std::pair<int, int>> IterationBuilder::sync_pairs() const {
 }
 
 std::vector<LinkDir> IterationBuilder::as_run(std::vector<LinkDir> links) const {
-  return splits_flows(router_.cluster().spec.fabric) ? split_links(router_, links) : links;
+  return split_links(router_, std::move(links));
 }
 
 FoldInput IterationBuilder::job_traffic() const {
