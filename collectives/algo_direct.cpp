@@ -32,7 +32,8 @@ class Direct final : public Algorithm {
     // nccl-tests' all-to-all size is each rank's send buffer; every peer gets 1/n of it. Its n^2
     // transfers are summed per link: the same time, and it scales to thousands of GPUs.
     if (req.op == Op::all_to_all)
-      return lower_uniform_all_to_all(router, req.ranks, static_cast<double>(req.size_bytes) / n, req.protocol, pxn_);
+      return lower_uniform_all_to_all(router, req.ranks, static_cast<double>(req.size_bytes) / n, req.protocol, pxn_,
+                                      req.flows);
     const double per_channel = static_cast<double>(req.size_bytes) / req.channels;
     for (int i = 0; i < n; ++i)
       for (int c = 0; c < req.channels; ++c)

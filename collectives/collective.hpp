@@ -49,6 +49,12 @@ constexpr int max_all_to_all_ranks() {
   return n;
 }
 
+/// How transfers that start together (an all-to-all, a step of PAT or recursive doubling) become
+/// flows: one per (sender, receiver) pair, or summed per directed link (collectives/link_loads.hpp:
+/// the same time within 1%, ~n^2 / links times fewer flows). Per link suits a collective timed
+/// alone on the fabric, as the sweep and MoE layers do.
+enum class AllToAllFlows { per_pair, per_link };
+
 struct CollectiveRequest {
   Op op = Op::all_reduce;
   std::vector<int> ranks;   // rank -> GPU id
@@ -56,6 +62,7 @@ struct CollectiveRequest {
   int channels = 1;
   Protocol protocol;
   int root = 0;             // broadcast root rank
+  AllToAllFlows flows = AllToAllFlows::per_link;  // all-to-all's transfers, PAT's step sends (steps.hpp)
 };
 
 class Algorithm {

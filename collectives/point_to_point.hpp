@@ -23,11 +23,6 @@ int pxn_egress_nic(const Cluster& cluster, int src_gpu, int dst_gpu);
 Flow point_to_point_flow(const Router& router, int src_gpu, int dst_gpu, double data_bytes, const Protocol& protocol,
                          bool pxn, std::uint64_t hash);
 
-/// How an all-to-all's transfers become flows: one per (sender, receiver) pair, or summed per
-/// directed link (collectives/link_loads.hpp: the same time within 1%, ~n^2 / links times fewer
-/// flows). Per link suits an all-to-all timed alone on the fabric, as the sweep and MoE layers do.
-enum class AllToAllFlows { per_pair, per_link };
-
 /// bytes[i][j] from gpus[i] to gpus[j]; the diagonal stays on the GPU. One transfer per nonzero pair.
 FlowGraph lower_all_to_all_v(const Router& router, const std::vector<int>& gpus,
                              const std::vector<std::vector<double>>& bytes, const Protocol& protocol, bool pxn,

@@ -85,7 +85,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--op", o->op, "the collective when not --all-to-all: all_reduce (default), all_gather or reduce_scatter");
   cmd->add_flag("--one-gpu-per-node", o->one_gpu_per_node, "rank k is the first GPU of node k (PAT's setting); the counts are nodes");
   cmd->add_option("--routing", o->routings, "all-to-all traffic: uniform, skewed (both)")->delimiter(',');
-  cmd->add_flag("--per-pair", o->per_pair, "all-to-all as one flow per pair instead of summed per link");
+  cmd->add_flag("--per-pair", o->per_pair, "all-to-all as one flow per pair, PAT as one flow per send, instead of summed per link");
   cmd->add_option("--set", o->sets,
                   "override a field first: cluster.PATH=VALUE for the --cluster; any scenario key for --scenarios, --search, "
                   "--sweep, --goodput; serving keys for --serve (repeatable)");
