@@ -71,12 +71,13 @@ std::vector<Row> load_rows(const std::string& path) {
   return out;
 }
 
-/// A row's predicted iteration time, simulated in a child process; NaN when the scenario does not
-/// fit in memory. Any other error in the row's files is the user's, reported as such (exit 2).
-double predict(const Row& row) {
+/// A row's predicted iteration time, simulated in a child process with its replicas folded as
+/// `fold` says; NaN when the scenario does not fit in memory. Any other error in the row's files is
+/// the user's, reported as such (exit 2).
+double predict(const Row& row, FoldMode fold) {
   const std::string text = run_in_child([&] {
     try {
-      return fmt::format("{:.17g}", run_training(load_scenario(row.scenario), false).iteration_s);
+      return fmt::format("{:.17g}", run_training(load_scenario(row.scenario), false, nullptr, fold).iteration_s);
     } catch (const OutOfMemoryError&) {
       return std::string("nan");
     } catch (const UserError& e) {
@@ -176,7 +177,11 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--json", *json, "also write the rows and sets as JSON (- or /dev/stdout: to stdout, without the table)");
   auto csv = std::make_shared<std::string>();
   cmd->add_option("--csv", *csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
-  cmd->callback([files, only, sets, json, csv, renamed] {
+  auto fold = std::make_shared<std::string>("assume");
+  cmd->add_option("--fold", *fold,
+                  "how each row's data-parallel replicas fold, as in run: assume (the default), exact (every GPU's "
+                  "traffic on the fabric, folded where provably exact), none or all");
+  cmd->callback([files, only, sets, json, csv, renamed, fold] {
     if (!renamed->empty())
       throw UserError("command line", 0, "--set",
                       "validate takes no KEY=VALUE overrides; the validation sets to run are chosen with --sets NAME,... "
@@ -205,6 +210,7 @@ void add_validate_command(CLI::App& app) {
         throw UserError("command line", 0, "--only", "expected row names listed in " + listed);
       }
     }
+    const FoldMode fold_mode = parse_fold(*fold);
     if (!json->empty()) check_json_path(*json);
     check_csv_path(*csv, *json);
     // With --json - the table is left out, so stdout is the one document.
@@ -227,7 +233,7 @@ void add_validate_command(CLI::App& app) {
         }
         per_set.push_back({r.set, {}});
       }
-      const double predicted = predict(r);
+      const double predicted = predict(r, fold_mode);
       const double error = 100 * (predicted - r.published_s) / r.published_s;  // NaN when it does not fit
       row_json.push_back({{"set", r.set}, {"name", r.name}, {"scenario", r.scenario}, {"gpus", gpus},
                           {"published_iteration_s", r.published_s}, {"iteration_s", number_or_null(predicted)},
@@ -256,7 +262,7 @@ void add_validate_command(CLI::App& app) {
     write_csv(*csv, row_json);
     if (!json->empty()) {
       nlohmann::ordered_json j = json_document(
-          "validate", {{"rows_files", paths}, {"sets", *sets}, {"only", *only}});
+          "validate", {{"rows_files", paths}, {"sets", *sets}, {"only", *only}, {"fold", *fold}});
       j["rows"] = std::move(row_json);
       j["sets"] = std::move(set_list);
       j["rows_predicted"] = counted;
