@@ -49,7 +49,7 @@ constexpr int max_all_to_all_ranks() {
   return n;
 }
 
-/// How transfers that start together (an all-to-all, a step of PAT or recursive doubling) become
+/// How transfers that start together (an all-to-all, a step of PAT) become
 /// flows: one per (sender, receiver) pair, or summed per directed link (collectives/link_loads.hpp:
 /// the same time within 1%, ~n^2 / links times fewer flows). Per link suits a collective timed
 /// alone on the fabric, as the sweep and MoE layers do.

@@ -29,10 +29,10 @@ struct StepLatency {
 /// step has the same size, so a step alone ends when its most loaded link drains, as an
 /// all-to-all does. What that gives up is the ranks' slack: a rank whose sends met no collision
 /// starts its next step early per pair, and waits for the slowest link per link. On PAT all-gather
-/// and reduce-scatter on the H100 SuperPOD that reads 0.2-1.9% slower on 64 and 128 nodes at 1 MiB
+/// and reduce-scatter on the H100 SuperPOD that reads 0.1-1.9% slower on 64 and 128 nodes at 1 MiB
 /// and 1 GiB (test_step_flows), 1.7% on 512 and 2.0% on 2,048 at 1 GiB; on halving-doubling 12%
 /// at 512 GPUs, so only PAT sums per link. Why at all: PAT on 2,048 nodes is 360K coupled flows per
-/// pair (45 s of one core), under a thousand per link (0.6 s).
+/// send (45-48 s of one core), under a thousand per link (0.6 s).
 FlowGraph lower_steps(const Router& router, const CollectiveRequest& request, const std::vector<Step>& steps,
                       const StepLatency& latency, AllToAllFlows flows = AllToAllFlows::per_pair);
 
