@@ -105,17 +105,18 @@ TEST_CASE("validate --fold runs every row as run --fold does, and its JSON says 
   // GPU's traffic is on the fabric (3.5842 s whole, 3.5836 s with replica 0 alone).
   const std::string row = "narayanan-3.6b";
   const std::string rows = test::source_path("scenarios/validation/published.yaml");
+  double exact_s = 0;
   for (const std::string fold : {"exact", "none"}) {
     INFO("--fold " << fold);
     const nlohmann::json v = test::cli_json("validate --rows " + rows + " --only " + row + " --fold " + fold);
     CHECK(v["config"]["fold"] == fold);
     const nlohmann::json r = test::cli_json("run " + test::source_path("scenarios/validation/" + row + ".yaml") + " --fold " + fold);
     CHECK(v["rows"][0]["iteration_s"].get<double>() == r["iteration_s"].get<double>());
+    if (fold == "exact") exact_s = v["rows"][0]["iteration_s"].get<double>();
   }
   const nlohmann::json assumed = test::cli_json("validate --rows " + rows + " --only " + row);
   CHECK(assumed["config"]["fold"] == "assume");
-  CHECK(assumed["rows"][0]["iteration_s"].get<double>() <
-        test::cli_json("validate --rows " + rows + " --only " + row + " --fold exact")["rows"][0]["iteration_s"].get<double>());
+  CHECK(assumed["rows"][0]["iteration_s"].get<double>() < exact_s);
   test::require_one_line_error(test::run_cli("validate --rows " + rows + " --only " + row + " --fold some"),
                                "error: command line: --fold: ", "expected exact, none, all or assume, got 'some'");
 }

@@ -99,7 +99,7 @@ Measurement measure(const CollectiveBench& o, int gpus, Bytes size, long repeat,
   const Algorithm* algorithm = find_algorithm(o.algo);
   const bool pxn = o.algo == "pxn";
   const AllToAllFlows flows = o.per_pair ? AllToAllFlows::per_pair : AllToAllFlows::per_link;
-  req.flows = flows;  // PAT's and recursive doubling's steps too
+  req.flows = flows;  // PAT's steps too (recursive doubling always runs a flow per send)
   std::vector<std::vector<double>> skewed;
   if (o.all_to_all && routing == "skewed") skewed = skewed_bytes(gpus, size);
   auto lower = [&] {
