@@ -3,6 +3,7 @@
 // on the engine and accounted per pipeline rank. Private to simulator/ (iteration.hpp is the
 // interface); its parts live in one file each: iteration.cpp (layout and the run),
 // iteration_placement.cpp (which replicas are simulated, where TP collectives run),
+// iteration_gradients.cpp (which algorithm each gradient collective runs, at which sizes),
 // iteration_graph.cpp (passes, transfers, gradient collectives, syncs), iteration_account.cpp
 // (finish times -> breakdowns) and iteration_trace.cpp (the Perfetto trace).
 #include <map>
@@ -91,7 +92,11 @@ class IterationBuilder {
 
   /// The (rank, rank) pairs whose gradients an all-reduce inside a replica sums: the tied embedding
   /// and a stage held twice.
-  std::vector<std::pair<int, int>> sync_pairs() const;
+  struct SyncPair {
+    int a, b;
+    Bytes bytes;
+  };
+  std::vector<SyncPair> sync_pairs() const;
 
   /// The route a pipeline transfer takes: one connection per GPU pair, as NCCL keeps one per peer,
   /// so every microbatch hashes onto the same path (a training run's router keeps it, routed once).
@@ -105,7 +110,7 @@ class IterationBuilder {
 
   /// The job's traffic other than TP collectives, as the fold and the isolation proof see it:
   /// each replica's own flows (every GPU's pipeline transfers, the syncs inside it) and the
-  /// gradient rings shared between replicas. Empty when folded without proof or free.
+  /// gradient collectives shared between replicas. Empty when folded without proof or free.
   FoldInput job_traffic() const;
 
   /// Times every pass of every rank alone (and the scatter-gather's all-gather), and notes which
@@ -154,7 +159,7 @@ class IterationBuilder {
   /// (traffic_isolation.hpp), the other kinds included; elsewhere they run in place. MoE
   /// all-to-alls in place join the replicas of an expert-parallel group, which then fold only as a
   /// whole (onto another group's replicas); ZeRO's in place join every replica, and their flows
-  /// are shared traffic to the fold, as the gradient rings are.
+  /// are shared traffic to the fold, as the gradient collectives are.
   void place_unit_collectives(FoldInput& traffic);
 
   /// Every MoE all-to-all and ZeRO collective in place: per pipeline rank and pass, the flows of
@@ -173,7 +178,26 @@ class IterationBuilder {
   /// another simulated replica's (fold.hpp).
   void fold(const FoldInput& in);
 
-  FlowGraph ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const;
+  /// Megatron-Core's gradient bucket on a rank's chunk `chunk`: max(40M, 1M x group size)
+  /// parameters on its first chunk when reduction overlaps the backward, else the whole chunk.
+  Bytes reduce_bucket_bytes(int chunk, std::size_t group_size, Bytes bytes) const;
+  /// The first bucket of an updated-parameter all-gather, by the same rule.
+  Bytes gather_bucket_bytes(std::size_t group_size) const;
+  /// The (op, size) of every gradient collective `rank` runs on a group of kind `kind` (0 dense,
+  /// 1 experts, as gradient_groups orders them): its buckets and parameter gathers.
+  std::vector<std::pair<Op, Bytes>> gradient_sizes(int rank, std::size_t kind, std::size_t group_size) const;
+
+  struct GradientChoice {
+    const Algorithm* algorithm;
+    Protocol protocol;
+  };
+  /// What a gradient bucket, parameter gather or sync runs: NCCL's tuner's pick for its size
+  /// (collectives: {algorithm: nccl}, the default), or the fastest alone (algorithm: best).
+  GradientChoice gradient_choice(Op op, const std::vector<int>& group, Bytes bytes) const;
+  FlowGraph gradient_flows(Op op, const std::vector<int>& group, Bytes bytes) const;
+  /// One lowering per distinct (algorithm, op) those sizes pick on `group`: the links the fold and
+  /// the isolation proof see it load (an algorithm's links do not change with size or protocol).
+  std::vector<FlowGraph> gradient_patterns(const std::vector<int>& group, const std::vector<std::pair<Op, Bytes>>& sizes) const;
 
   using PassKey = std::tuple<int, int, bool, int>;  // (replica, model stage, forward?, microbatch)
 
@@ -188,7 +212,7 @@ class IterationBuilder {
   /// ranks post in another order than ours).
   void add_transfers();
 
-  /// Adds a collective's flows after `after`; returns the flows that end it.
+  /// Adds a gradient-side collective (gradient_choice) after `after`; returns the flows that end it.
   std::vector<FlowId> add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after);
 
   /// The (rank, chunk) slots of the first and the last model stage whose tied embedding gradients
@@ -284,6 +308,7 @@ class IterationBuilder {
   std::map<FlowId, std::pair<FlowId, Seconds>> chain_entry_;  // a pass in place: last step -> (entry, planned time)
   std::vector<std::vector<FlowId>> dp_flows_;     // by rank: its gradient collectives (replica 0's syncs too)
   std::vector<std::vector<FlowId>> extra_waits_;  // by unit: syncs its optimizer step waits for
+  mutable std::map<std::tuple<Op, Bytes, std::vector<int>>, GradientChoice> gradient_choices_;  // gradient_choice's
   std::map<FlowId, std::vector<FlowId>> gather_wait_;  // a pass (last step) -> parameter gathers it waits for
   Bytes pp_bytes_ = 0;
   TraceSink* trace_ = nullptr;

@@ -177,7 +177,7 @@ void IterationBuilder::add_transfers() {
 
 std::vector<FlowId> IterationBuilder::add_collective(Op op, const std::vector<int>& group, Bytes bytes, FlowId after) {
   if (plan_.free_communication || group.size() < 2 || bytes == 0) return {};
-  return append_after(graph_, ring_flows(op, group, bytes), after);
+  return append_after(graph_, gradient_flows(op, group, bytes), after);
 }
 
 std::optional<std::vector<std::pair<int, int>>> IterationBuilder::embedding_slots() const {
@@ -238,8 +238,7 @@ FlowId IterationBuilder::join(int gpu_id, std::vector<FlowId> flows) {
 
 std::vector<FlowId> IterationBuilder::add_bucketed_reduce(int rank, int chunk, Op op, const std::vector<std::vector<int>>& groups,
                                         Bytes bytes) {
-  const double bucket_params = std::max(40e6, 1e6 * static_cast<double>(groups.front().size()));
-  const Bytes bucket = chunk == 0 ? static_cast<Bytes>(bucket_params * plan_.gradient_bytes_per_param) : bytes;
+  const Bytes bucket = reduce_bucket_bytes(chunk, groups.front().size(), bytes);
   const int here = gpu(0, rank, 0);
   std::map<int, std::optional<FlowId>> pass_start;  // replica -> when its pass starts
   std::vector<std::vector<FlowId>> ends(groups.size());
@@ -345,9 +344,7 @@ std::vector<FlowId> IterationBuilder::add_parameter_gather(int rank, int chunk, 
   for (const auto& [groups, bytes] : gradient_groups(rank, sp))
     for (const auto& group : *groups) {
       const Bytes whole = bytes * plan_.parameter_gather_bytes / plan_.gradient_bytes_per_param;
-      // Megatron-Core's bucket: max(40M, 1M x dp) parameters.
-      const Bytes bucket = static_cast<Bytes>(std::max(40e6, 1e6 * static_cast<double>(group.size())) *
-                                              plan_.parameter_gather_bytes);
+      const Bytes bucket = gather_bucket_bytes(group.size());
       const Bytes gathered = part == 0 ? whole : part == 1 ? std::min(whole, bucket) : whole - std::min(whole, bucket);
       const auto e = add_collective(Op::all_gather, group, gathered, after);
       record_comm(rank, -1, Op::all_gather, gathered, group, after, e, "updated parameters");

@@ -41,11 +41,14 @@ std::vector<std::pair<int, int>> IterationBuilder::transfer_pairs() const {
   return pairs;
 }
 
-std::vector<std::pair<int, int>> IterationBuilder::sync_pairs() const {
-  std::vector<std::pair<int, int>> pairs;
-  if (auto slots = embedding_slots()) pairs.emplace_back((*slots)[0].first, (*slots)[1].first);
-  for (const auto& holders : holders_)
-    if (holders.size() > 1 && holders[0].first != holders[1].first) pairs.emplace_back(holders[0].first, holders[1].first);
+std::vector<IterationBuilder::SyncPair> IterationBuilder::sync_pairs() const {
+  std::vector<SyncPair> pairs;
+  if (auto slots = embedding_slots()) pairs.push_back({(*slots)[0].first, (*slots)[1].first, plan_.embedding_sync_bytes});
+  for (std::size_t k = 0; k < holders_.size(); ++k) {
+    const auto& holders = holders_[k];
+    if (holders.size() > 1 && holders[0].first != holders[1].first)
+      pairs.push_back({holders[0].first, holders[1].first, plan_.stages[k].gradient_bytes});
+  }
   return pairs;
 }
 
@@ -59,7 +62,8 @@ FoldInput IterationBuilder::job_traffic() const {
   if (plan_.free_communication || plan_.fold == FoldMode::assume) return in;
   if (!plan_.gpu_speed.empty())
     for (int d = 0; d < replicas_; ++d) in.speeds.push_back(replica_speeds(d));
-  const auto pairs = transfer_pairs(), syncs = sync_pairs();
+  const auto pairs = transfer_pairs();
+  const auto syncs = sync_pairs();
   for (int d = 0; d < replicas_; ++d) {
     std::vector<OwnFlow>& own = in.copies.emplace_back();
     for (int m = 0; m < members(); ++m) {
@@ -67,15 +71,18 @@ FoldInput IterationBuilder::job_traffic() const {
         Route r = transfer_route(gpu(d, a, m), gpu(d, b, m));
         own.push_back({as_run(std::move(r.links)), r.latency_s, 0});
       }
-      for (const auto& [a, b] : syncs)
-        for (Flow& f : ring_flows(Op::all_reduce, {gpu(d, a, m), gpu(d, b, m)}, 1 << 20).flows)
-          own.push_back({as_run(std::move(f.links)), f.latency_s, f.size_bytes});
+      for (const SyncPair& s : syncs)
+        for (FlowGraph& g : gradient_patterns({gpu(d, s.a, m), gpu(d, s.b, m)}, {{Op::all_reduce, s.bytes}}))
+          for (Flow& f : g.flows) own.push_back({as_run(std::move(f.links)), f.latency_s, f.size_bytes});
     }
   }
-  for (int r = 0; r < ranks(); ++r)
-    for (const auto* groups : {&dp_groups_[static_cast<std::size_t>(r)], &expert_groups_[static_cast<std::size_t>(r)]})
-      for (const auto& group : *groups)
-        for (Flow& f : ring_flows(Op::all_reduce, group, 1 << 20).flows) in.shared.push_back(as_run(std::move(f.links)));
+  for (int r = 0; r < ranks(); ++r) {
+    const std::size_t at = static_cast<std::size_t>(r);
+    for (std::size_t kind = 0; kind < 2; ++kind)
+      for (const auto& group : kind == 0 ? dp_groups_[at] : expert_groups_[at])
+        for (FlowGraph& g : gradient_patterns(group, gradient_sizes(r, kind, group.size())))
+          for (Flow& f : g.flows) in.shared.push_back(as_run(std::move(f.links)));
+  }
   return in;
 }
 
@@ -217,7 +224,7 @@ void IterationBuilder::place_unit_collectives(FoldInput& traffic) {
       }
     }
   // Each kind keeps its alone time only where nothing else, the other kinds included, meets it.
-  // The gradient rings (traffic.shared) cross the same data-parallel groups as ZeRO's collectives:
+  // The gradient collectives (traffic.shared) cross the same data-parallel groups as ZeRO's collectives:
   // under ZeRO-3 they stand for nothing (it reduces and gathers only layer by layer); under ZeRO-2
   // they are the updated parameters' all-gather, which one rank runs while another may still
   // reduce-scatter, so they count.
@@ -316,11 +323,6 @@ void IterationBuilder::fold(const FoldInput& in) {
     simulated_as_.push_back(onto);
     if (onto == d) simulated_.push_back(d);
   }
-}
-
-FlowGraph IterationBuilder::ring_flows(Op op, const std::vector<int>& group, Bytes bytes) const {
-  const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
-  return find_algorithm("ring")->lower(router_, req);
 }
 
 }  // namespace clustersim

@@ -178,7 +178,10 @@ void IterationBuilder::write_trace(const std::vector<Seconds>& finish) {
     r.start_s = from;
     r.end_s = from;
     for (FlowId e : c.ends) r.end_s = std::max(r.end_s, finish[e]);
-    r.label = c.label;
+    // Which algorithm and protocol ran it: NCCL's tuner changes them with the bucket's size.
+    const GradientChoice ran = gradient_choice(c.op, c.group, c.bytes);
+    const std::string label = fmt::format("{} ({}, {})", c.label, ran.algorithm->name(), ran.protocol.name);
+    r.label = label;
     r.bytes = c.bytes;
     fan.collective(c.replica, c.group, r);
   }

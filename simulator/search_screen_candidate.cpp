@@ -215,23 +215,23 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
       const Bytes bucket = static_cast<Bytes>(bucket_params * w);
       const long n = static_cast<long>((bytes + bucket - 1) / bucket);
       const Bytes last_bucket = bytes - static_cast<Bytes>(n - 1) * bucket;
-      const Seconds full = collective_s(reduce, dp_group, bucket, false);
-      const Seconds tail = collective_s(reduce, dp_group, last_bucket, false);
+      const Seconds full = collective_s(reduce, dp_group, bucket, base.nccl_tuner);
+      const Seconds tail = collective_s(reduce, dp_group, last_bucket, base.nccl_tuner);
       const Seconds all = (n - 1) * full + tail;
       dp_exposed = std::max({rank0_chunk0_b / n + all - rank0_chunk0_b, tail, 0.0});
     } else {
-      dp_exposed = collective_s(reduce, dp_group, static_cast<Bytes>(params_max * w), false);
+      dp_exposed = collective_s(reduce, dp_group, static_cast<Bytes>(params_max * w), base.nccl_tuner);
     }
   }
   // Overlapped with the next forward (overlap_param_gather), only the first chunk's gather waits.
   const double gathered_params = base.overlap_param_gather ? params_max / v : params_max;
   if (zero == 1 || zero == 2)
-    zero_gather = collective_s(Op::all_gather, dp_group, static_cast<Bytes>(gathered_params * raw.plan.parameter_gather_bytes), false);
+    zero_gather = collective_s(Op::all_gather, dp_group, static_cast<Bytes>(gathered_params * raw.plan.parameter_gather_bytes), base.nccl_tuner);
   if (model.tied_embeddings && stages > 1 && pp > 1) {
     ParallelLayout::Coord lastc;
     lastc.pp = pp - 1;
     embedding_sync = collective_s(Op::all_reduce, std::vector<int>{layout.rank({}), layout.rank(lastc)},
-                                  static_cast<Bytes>(raw.embedding_params * w), false);
+                                  static_cast<Bytes>(raw.embedding_params * w), base.nccl_tuner);
   }
   const double optimizer_params = params_max / (zero >= 1 ? c.dp * cp : 1);
   const Seconds optimizer_s =

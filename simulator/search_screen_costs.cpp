@@ -269,7 +269,7 @@ void Screen::State::resolve(LayoutPoint& point) {
     }
   }
   point.p2p_s = transfer_s(r0, layout.rank(next), raw.activation_bytes) +
-                (raw.p2p_gather_bytes > 0 ? collective_s(Op::all_gather, tp_group, raw.p2p_gather_bytes, false) : 0);
+                (raw.p2p_gather_bytes > 0 ? collective_s(Op::all_gather, tp_group, raw.p2p_gather_bytes, base.nccl_tuner) : 0);
 }
 
 }  // namespace clustersim

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -244,4 +245,21 @@ TEST_CASE("a trace selection that keeps no GPU, or a .gz name that is not .json.
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
   CHECK(r.stderr_text == "error: command line: --trace: expected FILE.json.gz for a compressed trace, got '/tmp/clustersim-trace.gz'\n");
+}
+
+TEST_CASE("a gradient collective's slice names the algorithm and protocol it ran") {
+  // NCCL's tuner picks per size (test_gradient_algorithm times each pick); the trace says which.
+  const nlohmann::json trace = run_trace("--trace-ranks 0");
+  const auto named = thread_names(trace);
+  const std::regex ran(R"(^(gradient bucket|gradients|updated parameters|gradient sync between stage copies) )"
+                       R"(\((ring|tree|nvls|nvls_tree|pat|collnet_direct|collnet_chain), (LL|LL128|Simple)\)$)");
+  int slices = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["pid"] != 0 || named.at({0, e["tid"].get<int>()}) != "DP") continue;
+    ++slices;
+    const std::string label = e["args"]["label"];
+    INFO(label);
+    CHECK(std::regex_match(label, ran));
+  }
+  CHECK(slices > 0);
 }

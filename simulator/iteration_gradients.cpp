@@ -1,0 +1,100 @@
+// The algorithm each gradient-side collective runs in the iteration's graph (gradient buckets,
+// parameter gathers, the syncs between stage copies), and the sizes they run at, so that the fold
+// and the isolation proof see the links of what actually runs.
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "collectives/pipeline.hpp"
+#include "collectives/tuner_nccl.hpp"
+#include "simulator/collective_sweep.hpp"
+#include "simulator/iteration_builder.hpp"
+
+namespace clustersim {
+
+Bytes IterationBuilder::reduce_bucket_bytes(int chunk, std::size_t group_size, Bytes bytes) const {
+  if (!plan_.overlap_grad_reduce || chunk > 0) return bytes;
+  const double bucket_params = std::max(40e6, 1e6 * static_cast<double>(group_size));
+  return static_cast<Bytes>(bucket_params * plan_.gradient_bytes_per_param);
+}
+
+Bytes IterationBuilder::gather_bucket_bytes(std::size_t group_size) const {
+  return static_cast<Bytes>(std::max(40e6, 1e6 * static_cast<double>(group_size)) * plan_.parameter_gather_bytes);
+}
+
+std::vector<std::pair<Op, Bytes>> IterationBuilder::gradient_sizes(int rank, std::size_t kind, std::size_t group_size) const {
+  std::set<std::pair<Op, Bytes>> sizes;
+  const Op reduce = plan_.distributed_optimizer ? Op::reduce_scatter : Op::all_reduce;
+  const bool gathers = plan_.distributed_optimizer && plan_.zero_stage < 3;
+  for (int c = 0; c < plan_.shape.chunks; ++c) {
+    const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
+    const auto groups = gradient_groups(rank, sp);
+    if (kind >= groups.size()) continue;
+    const Bytes bytes = groups[kind].second;
+    if (plan_.zero_stage < 2) {
+      const Bytes bucket = std::min(bytes, reduce_bucket_bytes(c, group_size, bytes));
+      if (bucket > 0) sizes.insert({reduce, bucket});
+      if (bucket > 0 && bytes % bucket != 0) sizes.insert({reduce, bytes % bucket});
+    }
+    if (!gathers) continue;
+    const Bytes whole = bytes * plan_.parameter_gather_bytes / plan_.gradient_bytes_per_param;
+    const Bytes first = std::min(whole, gather_bucket_bytes(group_size));
+    for (Bytes b : plan_.overlap_param_gather ? std::vector<Bytes>{first, whole - first} : std::vector<Bytes>{whole})
+      if (b > 0) sizes.insert({Op::all_gather, b});
+  }
+  return {sizes.begin(), sizes.end()};
+}
+
+IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const std::vector<int>& group, Bytes bytes) const {
+  const Cluster& cluster = router_.cluster();
+  // The tuner's pick is a closed form, kept per group. The fastest alone is simulated, so it is
+  // kept per group shape (ranks, nodes, GPUs on the first node): groups of one shape are images of
+  // each other on a cluster of like nodes, and what runs is still simulated on the real group.
+  std::vector<int> who = group;
+  if (!plan_.nccl_tuner) {
+    const auto by_node = ranks_by_node(cluster, group);
+    who = {static_cast<int>(group.size()), static_cast<int>(by_node.size()), static_cast<int>(by_node.front().size())};
+  }
+  auto key = std::make_tuple(op, bytes, std::move(who));
+  if (auto it = gradient_choices_.find(key); it != gradient_choices_.end()) return it->second;
+  const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
+  GradientChoice choice{find_algorithm("ring"), req.protocol};
+  if (plan_.nccl_tuner) {
+    if (const auto pick = nccl_choose(cluster, req, std::nullopt, false)) choice = {pick->algorithm, pick->protocol};
+  } else {
+    SweepSpec spec;
+    spec.op = op;
+    spec.ranks = group;
+    const SweepRow best = best_collective(engine_, router_, candidate_algorithms(cluster, spec), nccl_protocols(), req);
+    const std::optional<Protocol> nccl = find_protocol(best.protocol);
+    Protocol kernel = ideal_protocol();  // an algorithm that is not NCCL's runs its own kernel
+    kernel.name = best.protocol;
+    choice = {find_algorithm(best.algorithm), nccl ? *nccl : kernel};
+  }
+  gradient_choices_.emplace(std::move(key), choice);
+  return choice;
+}
+
+FlowGraph IterationBuilder::gradient_flows(Op op, const std::vector<int>& group, Bytes bytes) const {
+  const GradientChoice choice = gradient_choice(op, group, bytes);
+  const CollectiveRequest req{op, group, bytes, plan_.channels, choice.protocol, 0};
+  return choice.algorithm->lower(router_, req);
+}
+
+std::vector<FlowGraph> IterationBuilder::gradient_patterns(const std::vector<int>& group,
+                                                           const std::vector<std::pair<Op, Bytes>>& sizes) const {
+  if (group.size() < 2) return {};
+  std::set<std::pair<const Algorithm*, Op>> seen;  // a pattern's links depend on neither size nor protocol
+  std::vector<FlowGraph> out;
+  for (const auto& [op, bytes] : sizes) {
+    const GradientChoice choice = gradient_choice(op, group, bytes);
+    if (!seen.insert({choice.algorithm, op}).second) continue;
+    const CollectiveRequest req{op, group, Bytes{1} << 20, plan_.channels, choice.protocol, 0};
+    out.push_back(choice.algorithm->lower(router_, req));
+  }
+  return out;
+}
+
+}  // namespace clustersim

@@ -1,0 +1,110 @@
+// Data-parallel gradient collectives run what NCCL's tuner picks for each one's size (or, when the
+// scenario asks for the fastest simulated, that), not always the ring: inside one DGX H100 NCCL
+// reduces large all-reduces in the NVSwitch (NVLS), across nodes it picks by size.
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <set>
+#include <string>
+
+#include "collectives/tuner_nccl.hpp"
+#include "simulator/collective_sweep.hpp"
+#include "simulator/iteration.hpp"
+#include "support.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+const Cluster& superpod() { return test::shipped_cluster("scenarios/clusters/dgx-h100-superpod.yaml"); }
+
+/// One pipeline rank on GPU 0, four microbatches of F = 1 ms and B = 2 ms, then its gradients
+/// (`bytes`) all-reduced over `dp`, not overlapped (one collective after the last backward), then
+/// a 5 ms optimizer step.
+IterationPlan one_rank_plan(const std::vector<int>& dp, Bytes bytes, bool nccl_tuner) {
+  IterationPlan plan;
+  plan.schedule = find_schedule("1f1b");
+  plan.shape = ScheduleShape{1, 4, 1, 0};
+  StagePlan sp;
+  sp.forward = {{SegmentKind::compute, "fwd", 1e-3}};
+  sp.backward_input = {{SegmentKind::compute, "bwd", 2e-3}};
+  sp.activation_bytes = 64 << 20;
+  sp.gradient_bytes = bytes;
+  plan.stages.push_back(sp);
+  plan.rank_gpu = {0};
+  plan.tp_group = {{0}};
+  plan.dp_group = {dp};
+  plan.free_communication = false;
+  plan.overlap_grad_reduce = false;
+  plan.optimizer_s = 5e-3;
+  plan.nccl_tuner = nccl_tuner;
+  return plan;
+}
+
+Seconds alone(FabricEngine& engine, const Router& router, const char* algorithm, const std::vector<int>& group, Bytes bytes,
+              int channels) {
+  const CollectiveRequest req{Op::all_reduce, group, bytes, channels, *find_protocol("Simple"), 0};
+  return makespan(engine.run(find_algorithm(algorithm)->lower(router, req)));
+}
+
+}  // namespace
+
+TEST_CASE("a gradient all-reduce inside one DGX H100 runs NCCL's pick, NVLS, not the ring") {
+  // 1 GiB over the node's 8 GPUs: NCCL's tuner picks NVLS (its NVSwitch adds: each GPU's link
+  // carries (n+1)/n S each way at nvlsEfficiency 0.85, where the ring carries 2(n-1)/n S at full
+  // rate; collectives/algo_nvls.cpp).
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  const std::vector<int> node{0, 1, 2, 3, 4, 5, 6, 7};
+  const Bytes bytes = Bytes{1} << 30;
+  IterationPlan plan = one_rank_plan(node, bytes, true);
+  const CollectiveRequest req{Op::all_reduce, node, bytes, plan.channels, Protocol{}, 0};
+  const std::optional<NcclChoice> pick = nccl_choose(superpod(), req, std::nullopt, false);
+  REQUIRE(pick);
+  REQUIRE(pick->algorithm->name() == "nvls");
+  const Seconds nvls = alone(engine, router, "nvls", node, bytes, plan.channels);
+  const Seconds ring = alone(engine, router, "ring", node, bytes, plan.channels);
+  // The closed forms behind the two, bandwidth-bound: (9/8) S / 0.85 against (14/8) S.
+  CHECK(nvls / ring == Approx((9.0 / 8 / 0.85) / (14.0 / 8)).epsilon(0.01));
+  const IterationResult tuned = simulate_iteration(engine, router, plan);
+  CHECK(tuned.iteration_s == Approx(4 * 3e-3 + nvls + 5e-3).epsilon(1e-9));
+  CHECK(tuned.ranks[0].dp_exposed_s == Approx(nvls).epsilon(1e-9));
+}
+
+TEST_CASE("across nodes the gradient collective's algorithm follows the tuner's pick for each size") {
+  // One GPU on each of 16 nodes: NCCL picks the tree with a low-latency protocol for small
+  // all-reduces and the ring with Simple for large ones; each iteration adds exactly its pick's
+  // time alone on the fabric.
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  std::vector<int> nodes;
+  for (int n = 0; n < 16; ++n) nodes.push_back(8 * n);
+  std::set<std::string> picked;
+  for (Bytes bytes : {Bytes{64} << 10, Bytes{1} << 30}) {
+    INFO(bytes << " bytes");
+    IterationPlan plan = one_rank_plan(nodes, bytes, true);
+    const CollectiveRequest req{Op::all_reduce, nodes, bytes, plan.channels, Protocol{}, 0};
+    const std::optional<NcclChoice> pick = nccl_choose(superpod(), req, std::nullopt, false);
+    REQUIRE(pick);
+    picked.insert(pick->algorithm->name() + "/" + pick->protocol.name);
+    CollectiveRequest run = req;
+    run.protocol = pick->protocol;
+    const Seconds t = makespan(engine.run(pick->algorithm->lower(router, run)));
+    CHECK(simulate_iteration(engine, router, plan).ranks[0].dp_exposed_s == Approx(t).epsilon(1e-9));
+  }
+  CHECK(picked.size() == 2);  // two sizes, two picks: the choice is made per size
+}
+
+TEST_CASE("collectives algorithm best runs each gradient collective's fastest simulated pair") {
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  const std::vector<int> node{0, 1, 2, 3, 4, 5, 6, 7};
+  const Bytes bytes = Bytes{1} << 30;
+  const IterationPlan plan = one_rank_plan(node, bytes, false);
+  SweepSpec spec;
+  spec.op = Op::all_reduce;
+  spec.ranks = node;
+  const CollectiveRequest req{Op::all_reduce, node, bytes, plan.channels, Protocol{}, 0};
+  const Seconds best = best_collective(engine, router, candidate_algorithms(superpod(), spec), nccl_protocols(), req).time_s;
+  CHECK(simulate_iteration(engine, router, plan).ranks[0].dp_exposed_s == Approx(best).epsilon(1e-9));
+}
