@@ -45,7 +45,7 @@ class IterationBuilder {
         router_(router),
         plan_(plan),
         times_(engine, router, plan),
-        in_place_flows_(router, times_, plan.channels),
+        in_place_flows_(router, times_),
         trace_(trace),
         pxn_transfers_(pxn_applies(router.cluster())) {}
 
@@ -190,13 +190,15 @@ class IterationBuilder {
   struct GradientChoice {
     const Algorithm* algorithm;
     Protocol protocol;
+    int channels;
   };
   /// What a gradient bucket, parameter gather or sync runs: NCCL's tuner's pick for its size
-  /// (collectives: {algorithm: nccl}, the default), or the fastest alone (algorithm: best).
+  /// (collectives: {algorithm: nccl}, the default), or the fastest alone (algorithm: best), on
+  /// NCCL's channels for that size (fewer for small messages).
   GradientChoice gradient_choice(Op op, const std::vector<int>& group, Bytes bytes) const;
   FlowGraph gradient_flows(Op op, const std::vector<int>& group, Bytes bytes) const;
-  /// One lowering per distinct (algorithm, op) those sizes pick on `group`: the links the fold and
-  /// the isolation proof see it load (an algorithm's links do not change with size or protocol).
+  /// One lowering per distinct (algorithm, op, channels) those sizes pick on `group`: the links the
+  /// fold and the isolation proof see it load (an algorithm's links do not change with size or protocol).
   std::vector<FlowGraph> gradient_patterns(const std::vector<int>& group, const std::vector<std::pair<Op, Bytes>>& sizes) const;
 
   using PassKey = std::tuple<int, int, bool, int>;  // (replica, model stage, forward?, microbatch)

@@ -60,18 +60,18 @@ IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const 
   auto key = std::make_tuple(op, bytes, std::move(who));
   if (auto it = gradient_choices_.find(key); it != gradient_choices_.end()) return it->second;
   const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
-  GradientChoice choice{find_algorithm("ring"), req.protocol};
+  GradientChoice choice{find_algorithm("ring"), req.protocol, req.channels};
   if (plan_.nccl_tuner) {
-    if (const auto pick = nccl_choose(cluster, req, std::nullopt, false)) choice = {pick->algorithm, pick->protocol};
+    if (const auto pick = nccl_choose(cluster, req, std::nullopt, true)) choice = {pick->algorithm, pick->protocol, pick->channels};
   } else {
     SweepSpec spec;
     spec.op = op;
     spec.ranks = group;
-    const SweepRow best = best_collective(engine_, router_, candidate_algorithms(cluster, spec), nccl_protocols(), req);
+    const SweepRow best = best_collective(engine_, router_, candidate_algorithms(cluster, spec), nccl_protocols(), req, true);
     const std::optional<Protocol> nccl = find_protocol(best.protocol);
     Protocol kernel = ideal_protocol();  // an algorithm that is not NCCL's runs its own kernel
     kernel.name = best.protocol;
-    choice = {find_algorithm(best.algorithm), nccl ? *nccl : kernel};
+    choice = {find_algorithm(best.algorithm), nccl ? *nccl : kernel, best.channels};
   }
   gradient_choices_.emplace(std::move(key), choice);
   return choice;
@@ -79,19 +79,19 @@ IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const 
 
 FlowGraph IterationBuilder::gradient_flows(Op op, const std::vector<int>& group, Bytes bytes) const {
   const GradientChoice choice = gradient_choice(op, group, bytes);
-  const CollectiveRequest req{op, group, bytes, plan_.channels, choice.protocol, 0};
+  const CollectiveRequest req{op, group, bytes, choice.channels, choice.protocol, 0};
   return choice.algorithm->lower(router_, req);
 }
 
 std::vector<FlowGraph> IterationBuilder::gradient_patterns(const std::vector<int>& group,
                                                            const std::vector<std::pair<Op, Bytes>>& sizes) const {
   if (group.size() < 2) return {};
-  std::set<std::pair<const Algorithm*, Op>> seen;  // a pattern's links depend on neither size nor protocol
+  std::set<std::tuple<const Algorithm*, Op, int>> seen;  // a pattern's links depend on channels, not size or protocol
   std::vector<FlowGraph> out;
   for (const auto& [op, bytes] : sizes) {
     const GradientChoice choice = gradient_choice(op, group, bytes);
-    if (!seen.insert({choice.algorithm, op}).second) continue;
-    const CollectiveRequest req{op, group, Bytes{1} << 20, plan_.channels, choice.protocol, 0};
+    if (!seen.insert({choice.algorithm, op, choice.channels}).second) continue;
+    const CollectiveRequest req{op, group, Bytes{1} << 20, choice.channels, choice.protocol, 0};
     out.push_back(choice.algorithm->lower(router_, req));
   }
   return out;

@@ -62,7 +62,7 @@ const FlowGraph& InPlaceFlows::collective(int choice, const std::vector<int>& gr
   auto [it, fresh] = collectives_.try_emplace({choice, group});
   if (fresh) {
     const CollectiveChoice& c = times_.choice(choice);
-    const CollectiveRequest req{c.op, group, c.bytes, channels_, c.protocol, 0};
+    const CollectiveRequest req{c.op, group, c.bytes, c.channels, c.protocol, 0};
     it->second = merged_copies(c.algorithm->lower(router_, req));
   }
   return it->second;

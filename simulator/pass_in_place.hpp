@@ -43,7 +43,7 @@ std::vector<FlowId> append_after(FlowGraph& graph, FlowGraph sub, FlowId after);
 /// again each time was a third of what building a 16K-GPU graph cost.
 class InPlaceFlows {
  public:
-  InPlaceFlows(const Router& router, const PassTimes& times, int channels) : router_(router), times_(times), channels_(channels) {}
+  InPlaceFlows(const Router& router, const PassTimes& times) : router_(router), times_(times) {}
   /// TP (or CP) collective `choice` (PassTimes::choice) over `group`, with the identical flows that
   /// nothing waits on (a ring's channels that take one path) as one flow with copies.
   const FlowGraph& collective(int choice, const std::vector<int>& group);
@@ -53,7 +53,6 @@ class InPlaceFlows {
  private:
   const Router& router_;
   const PassTimes& times_;
-  int channels_;
   std::map<std::pair<int, std::vector<int>>, FlowGraph> collectives_, traffics_;
 };
 

@@ -105,15 +105,16 @@ int PassTimes::collective_choice(int rank, const Segment& s, const std::vector<i
   const CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
   SweepRow chosen;
   if (plan_.nccl_tuner) {
-    chosen = nccl_collective(engine_, router_, req, std::nullopt, false);
+    chosen = nccl_collective(engine_, router_, req, std::nullopt, true);
   } else {
     SweepSpec auto_pick;
     auto_pick.op = s.tp_op;
     auto_pick.ranks = group;
     const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
-    chosen = best_collective(engine_, router_, algorithms, nccl_protocols(), req);
+    chosen = best_collective(engine_, router_, algorithms, nccl_protocols(), req, true);
   }
-  choices_.push_back({s.tp_op, s.tp_bytes, find_algorithm(chosen.algorithm), *find_protocol(chosen.protocol), chosen.time_s});
+  choices_.push_back(
+      {s.tp_op, s.tp_bytes, find_algorithm(chosen.algorithm), *find_protocol(chosen.protocol), chosen.time_s, chosen.channels});
   const int index = static_cast<int>(choices_.size()) - 1;
   tp_cache_.emplace(key, index);
   return index;

@@ -49,13 +49,16 @@ struct Part {
   int layer = -1;  // the model layer (Segment::layer)
 };
 
-/// How a TP collective ran alone: the (algorithm, protocol) that was fastest, and its time.
+/// How a TP collective ran alone: the (algorithm, protocol) NCCL's tuner picked or that was
+/// fastest, its time, and its channels: NCCL's for its size (fewer for small messages,
+/// nccl_channels_for_size).
 struct CollectiveChoice {
   Op op = Op::all_reduce;
   Bytes bytes = 0;
   const Algorithm* algorithm = nullptr;
   Protocol protocol;
   Seconds alone_s = 0;
+  int channels = 1;
 };
 
 /// Communication-computation interference: a kernel holding `sm_share` of the SMs for `comm_s`

@@ -38,6 +38,7 @@ IterationPlan one_rank_plan(const std::vector<int>& dp, Bytes bytes, bool nccl_t
   plan.overlap_grad_reduce = false;
   plan.optimizer_s = 5e-3;
   plan.nccl_tuner = nccl_tuner;
+  plan.channels = default_channels(superpod());  // as a scenario opens them: two per NIC
   return plan;
 }
 
@@ -72,23 +73,26 @@ TEST_CASE("a gradient all-reduce inside one DGX H100 runs NCCL's pick, NVLS, not
 }
 
 TEST_CASE("across nodes the gradient collective's algorithm follows the tuner's pick for each size") {
-  // One GPU on each of 16 nodes: NCCL picks the tree with a low-latency protocol for small
-  // all-reduces and the ring with Simple for large ones; each iteration adds exactly its pick's
-  // time alone on the fabric.
+  // One GPU on each of 16 nodes: NCCL picks a low-latency protocol for small all-reduces, on
+  // fewer channels (enqueue.cc: a channel per 512 threads x 8 bytes under LL), and another pair on
+  // every channel for large ones; each iteration adds exactly its pick's time alone on the fabric.
   const Router router(superpod());
   FabricEngine engine(superpod());
   std::vector<int> nodes;
   for (int n = 0; n < 16; ++n) nodes.push_back(8 * n);
   std::set<std::string> picked;
-  for (Bytes bytes : {Bytes{64} << 10, Bytes{1} << 30}) {
+  for (Bytes bytes : {Bytes{16} << 10, Bytes{1} << 30}) {
     INFO(bytes << " bytes");
     IterationPlan plan = one_rank_plan(nodes, bytes, true);
     const CollectiveRequest req{Op::all_reduce, nodes, bytes, plan.channels, Protocol{}, 0};
-    const std::optional<NcclChoice> pick = nccl_choose(superpod(), req, std::nullopt, false);
+    const std::optional<NcclChoice> pick = nccl_choose(superpod(), req, std::nullopt, true);
     REQUIRE(pick);
     picked.insert(pick->algorithm->name() + "/" + pick->protocol.name);
+    if (bytes < (Bytes{1} << 20)) CHECK(pick->channels < plan.channels);
+    if (bytes >= (Bytes{1} << 30)) CHECK(pick->channels == plan.channels);
     CollectiveRequest run = req;
     run.protocol = pick->protocol;
+    run.channels = pick->channels;
     const Seconds t = makespan(engine.run(pick->algorithm->lower(router, run)));
     CHECK(simulate_iteration(engine, router, plan).ranks[0].dp_exposed_s == Approx(t).epsilon(1e-9));
   }
@@ -105,6 +109,27 @@ TEST_CASE("collectives algorithm best runs each gradient collective's fastest si
   spec.op = Op::all_reduce;
   spec.ranks = node;
   const CollectiveRequest req{Op::all_reduce, node, bytes, plan.channels, Protocol{}, 0};
-  const Seconds best = best_collective(engine, router, candidate_algorithms(superpod(), spec), nccl_protocols(), req).time_s;
+  const Seconds best =
+      best_collective(engine, router, candidate_algorithms(superpod(), spec), nccl_protocols(), req, true).time_s;
   CHECK(simulate_iteration(engine, router, plan).ranks[0].dp_exposed_s == Approx(best).epsilon(1e-9));
+}
+
+TEST_CASE("a small TP collective in an iteration runs on the channels NCCL opens for its size") {
+  // 16 KiB all-reduced by the node's 8 GPUs in each forward: NCCL's tuner picks a low-latency
+  // pair, and enqueue.cc gives it fewer channels than the communicator has; the forward's exposed
+  // TP time is that pick's, on those channels, alone in the node. (Inside one NVSwitch the count
+  // does not change the time: the channels share each GPU's one port. Across nodes it changes
+  // which paths ECMP hashes the channels onto.)
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  const std::vector<int> node{0, 1, 2, 3, 4, 5, 6, 7};
+  IterationPlan plan = one_rank_plan({0}, 0, true);
+  plan.tp_group = {node};
+  Segment tp{SegmentKind::tp_comm, "attention all-reduce", 0};
+  tp.tp_bytes = Bytes{16} << 10;
+  plan.stages[0].forward.push_back(tp);
+  const CollectiveRequest req{Op::all_reduce, node, tp.tp_bytes, plan.channels, Protocol{}, 0};
+  const SweepRow pick = nccl_collective(engine, router, req, std::nullopt, true);
+  CHECK(pick.channels < plan.channels);
+  CHECK(simulate_iteration(engine, router, plan).ranks[0].tp_s == Approx(4 * pick.time_s).epsilon(1e-9));
 }
