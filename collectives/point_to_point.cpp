@@ -17,14 +17,9 @@ bool crosses_network(const Cluster& c, int src, int dst) { return c.node_of_gpu(
 void route_transfer(const Router& router, int src, int dst, bool pxn, std::uint64_t hash, Route& r) {
   const Cluster& c = router.cluster();
   if (!crosses_network(c, src, dst)) return router.append_scale_up(src, dst, r);
-  const int dst_nic = c.nic_of_gpu(dst);
-  int src_nic = router.egress_nic(src, dst_nic);  // another rail's NIC on a rail-only fabric
-  if (pxn) src_nic = pxn_egress_nic(c, src, dst);
-  if (src_nic != c.nic_of_gpu(src)) router.append_scale_up(src, c.gpu_of_nic(src_nic), r);
-  // As Router::route_between_nics: PCIe to the NIC, the fabric, PCIe from the NIC.
-  r.append(c, forward(c.nic_pcie_link[src_nic]));
-  router.append_network(src_nic, dst_nic, hash, r);
-  r.append(c, backward(c.nic_pcie_link[dst_nic]));
+  // Without PXN, the GPU's own NIC, or another rail's on a rail-only fabric.
+  const int egress = pxn ? pxn_egress_nic(c, src, dst) : router.egress_nic(src, c.nic_of_gpu(dst));
+  router.append_route_via_nic(src, egress, dst, hash, r);
 }
 
 Seconds transfer_latency(bool network, const Route& r, const Protocol& protocol) {

@@ -49,6 +49,22 @@ struct PassSpan {
   Seconds end_s = 0;
 };
 
+/// One distinct collective an iteration ran (by what it is, op, size and group shape) and what ran
+/// it: NCCL's tuner's pick (or, under collectives: {algorithm: best}, the fastest alone) on its
+/// channels. `what`: tp (TP and the scatter-gather's all-gather), cp, zero and zero_experts
+/// (ZeRO's per-layer collectives), gradients (buckets, parameter gathers, syncs between copies).
+struct CollectiveRun {
+  std::string what;
+  Op op = Op::all_reduce;
+  Bytes bytes = 0;
+  int ranks = 0;
+  int nodes = 0;
+  std::string algorithm;
+  std::string protocol;
+  int channels = 0;
+  auto operator<=>(const CollectiveRun&) const = default;
+};
+
 struct IterationResult {
   Seconds iteration_s = 0;
   std::vector<RankBreakdown> ranks;  // by pipeline rank
@@ -70,6 +86,7 @@ struct IterationResult {
   /// all-gathers over each data-parallel group); empty without them.
   std::string zero_collectives;
   FoldMode fold = FoldMode::assume;  // how replicas were folded
+  std::vector<CollectiveRun> collectives;  // sorted; empty with free communication
 };
 
 class TraceSink;

@@ -44,6 +44,7 @@ IterationResult IterationBuilder::account(const std::vector<Seconds>& finish) {
   result.cp_exchanges = cp_placement_;
   result.ep_all_to_alls = ep_placement_;
   result.zero_collectives = zero_placement_;
+  result.collectives = collectives_run();
   const int shown = slowest_replica(finish);
   result.reported_replica = shown;
   std::map<FlowId, const PassTasks*> waits;  // a pass's step -> what it waited for

@@ -191,6 +191,7 @@ class IterationBuilder {
     const Algorithm* algorithm;
     Protocol protocol;
     int channels;
+    int ranks, nodes;  // the group's shape
   };
   /// What a gradient bucket, parameter gather or sync runs: NCCL's tuner's pick for its size
   /// (collectives: {algorithm: nccl}, the default), or the fastest alone (algorithm: best), on
@@ -263,6 +264,8 @@ class IterationBuilder {
   std::vector<FlowId> add_parameter_gather(int rank, int chunk, FlowId after, int part = 0);
 
   static Seconds& bucket(RankBreakdown& b, SegmentKind kind);
+  /// Every distinct collective the iteration ran, and what ran it (IterationResult::collectives).
+  std::vector<CollectiveRun> collectives_run() const;
 
   Seconds start_of(const std::vector<Seconds>& finish, FlowId id) const {
     Seconds t = 0;

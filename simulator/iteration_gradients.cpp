@@ -52,17 +52,17 @@ IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const 
   // The tuner's pick is a closed form, kept per group. The fastest alone is simulated, so it is
   // kept per group shape (ranks, nodes, GPUs on the first node): groups of one shape are images of
   // each other on a cluster of like nodes, and what runs is still simulated on the real group.
+  const auto by_node = ranks_by_node(cluster, group);
+  const int ranks = static_cast<int>(group.size()), nodes = static_cast<int>(by_node.size());
   std::vector<int> who = group;
-  if (!plan_.nccl_tuner) {
-    const auto by_node = ranks_by_node(cluster, group);
-    who = {static_cast<int>(group.size()), static_cast<int>(by_node.size()), static_cast<int>(by_node.front().size())};
-  }
+  if (!plan_.nccl_tuner) who = {ranks, nodes, static_cast<int>(by_node.front().size())};
   auto key = std::make_tuple(op, bytes, std::move(who));
   if (auto it = gradient_choices_.find(key); it != gradient_choices_.end()) return it->second;
   const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
-  GradientChoice choice{find_algorithm("ring"), req.protocol, req.channels};
+  GradientChoice choice{find_algorithm("ring"), req.protocol, req.channels, ranks, nodes};
   if (plan_.nccl_tuner) {
-    if (const auto pick = nccl_choose(cluster, req, std::nullopt, true)) choice = {pick->algorithm, pick->protocol, pick->channels};
+    if (const auto pick = nccl_choose(cluster, req, std::nullopt, true))
+      choice = {pick->algorithm, pick->protocol, pick->channels, ranks, nodes};
   } else {
     SweepSpec spec;
     spec.op = op;
@@ -71,7 +71,7 @@ IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const 
     const std::optional<Protocol> nccl = find_protocol(best.protocol);
     Protocol kernel = ideal_protocol();  // an algorithm that is not NCCL's runs its own kernel
     kernel.name = best.protocol;
-    choice = {find_algorithm(best.algorithm), nccl ? *nccl : kernel, best.channels};
+    choice = {find_algorithm(best.algorithm), nccl ? *nccl : kernel, best.channels, ranks, nodes};
   }
   gradient_choices_.emplace(std::move(key), choice);
   return choice;
@@ -95,6 +95,22 @@ std::vector<FlowGraph> IterationBuilder::gradient_patterns(const std::vector<int
     out.push_back(choice.algorithm->lower(router_, req));
   }
   return out;
+}
+
+std::vector<CollectiveRun> IterationBuilder::collectives_run() const {
+  std::set<CollectiveRun> runs;
+  for (const CollectiveChoice& c : times_.choices()) {
+    if (!c.algorithm) continue;
+    const char* what = c.group == CommGroup::tp   ? "tp"
+                       : c.group == CommGroup::cp ? "cp"
+                       : c.group == CommGroup::dp ? "zero"
+                                                  : "zero_experts";
+    runs.insert({what, c.op, c.bytes, c.ranks, c.nodes, c.algorithm->name(), c.protocol.name, c.channels});
+  }
+  for (const auto& [key, g] : gradient_choices_)
+    runs.insert({"gradients", std::get<0>(key), std::get<1>(key), g.ranks, g.nodes, g.algorithm->name(), g.protocol.name,
+                 g.channels});
+  return {runs.begin(), runs.end()};
 }
 
 }  // namespace clustersim

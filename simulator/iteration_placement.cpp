@@ -17,13 +17,14 @@ Route IterationBuilder::transfer_route(int src, int dst) const {
   const std::uint64_t hash = flow_hash(src, dst, 0);
   if (!pxn_transfers_ || c.node_of_gpu(src) == c.node_of_gpu(dst)) return router_.route(src, dst, hash);
   const int nic = pxn_egress_nic(c, src, dst), via = c.gpu_of_nic(nic);
-  if (via == src) return router_.route(src, dst, hash);
+  if (nic == c.nic_of_gpu(src)) return router_.route(src, dst, hash);
   Route r;
+  if (c.nic_of_gpu(via) != nic) {  // a GPU with several NICs: this one is not its own
+    router_.append_route_via_nic(src, nic, dst, hash, r);
+    return r;
+  }
   router_.append_scale_up(src, via, r);
-  if (c.nic_of_gpu(via) == nic)
-    router_.append_route(via, dst, hash, r);  // kept by the router: one GPU pair, every microbatch
-  else
-    r.append(router_.route_between_nics(nic, c.nic_of_gpu(dst), hash));
+  router_.append_route(via, dst, hash, r);  // kept by the router: one GPU pair, every microbatch
   return r;
 }
 
@@ -144,7 +145,7 @@ std::vector<OwnFlow> IterationBuilder::group_flows(int rank, CommGroup kind, con
   std::vector<OwnFlow> out;
   for (int c : times_.choices_of(rank, kind)) {
     const CollectiveChoice& choice = times_.choice(c);
-    const CollectiveRequest req{choice.op, group, choice.bytes, plan_.channels, choice.protocol, 0};
+    const CollectiveRequest req{choice.op, group, choice.bytes, choice.channels, choice.protocol, 0};
     for (Flow& f : choice.algorithm->lower(router_, req).flows)
       out.push_back({as_run(std::move(f.links)), f.latency_s, f.size_bytes});
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/algo_deepep.hpp"
+#include "collectives/pipeline.hpp"
 #include "collectives/point_to_point.hpp"
 #include "simulator/collective_sweep.hpp"
 #include "simulator/link_utilization.hpp"
@@ -113,8 +114,9 @@ int PassTimes::collective_choice(int rank, const Segment& s, const std::vector<i
     const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
     chosen = best_collective(engine_, router_, algorithms, nccl_protocols(), req, true);
   }
-  choices_.push_back(
-      {s.tp_op, s.tp_bytes, find_algorithm(chosen.algorithm), *find_protocol(chosen.protocol), chosen.time_s, chosen.channels});
+  const int nodes = static_cast<int>(ranks_by_node(router_.cluster(), group).size());
+  choices_.push_back({s.tp_op, s.tp_bytes, find_algorithm(chosen.algorithm), *find_protocol(chosen.protocol), chosen.time_s,
+                      chosen.channels, s.group, static_cast<int>(group.size()), nodes});
   const int index = static_cast<int>(choices_.size()) - 1;
   tp_cache_.emplace(key, index);
   return index;

@@ -59,6 +59,8 @@ struct CollectiveChoice {
   Protocol protocol;
   Seconds alone_s = 0;
   int channels = 1;
+  CommGroup group = CommGroup::tp;  // what its group is
+  int ranks = 0, nodes = 0;         // its group's shape
 };
 
 /// Communication-computation interference: a kernel holding `sm_share` of the SMs for `comm_s`
@@ -114,6 +116,8 @@ class PassTimes {
   /// The TP collective `s` of `rank` as timed alone (-1 if it takes no time: no bytes, a group of one).
   int tp_choice(int rank, const Segment& s);
   const CollectiveChoice& choice(int index) const { return choices_[static_cast<std::size_t>(index)]; }
+  /// Every choice made so far, one per (rank, group kind, op, size).
+  const std::vector<CollectiveChoice>& choices() const { return choices_; }
   /// Every choice made for `rank`'s collectives over `group` (TP, CP, or ZeRO's DP or expert DP) so far.
   std::vector<int> choices_of(int rank, CommGroup group) const;
   /// A traffic (an all-to-all or a ring step) over `gpus` in place of the GPUs it was planned on,

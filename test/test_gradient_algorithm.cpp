@@ -133,3 +133,30 @@ TEST_CASE("a small TP collective in an iteration runs on the channels NCCL opens
   CHECK(pick.channels < plan.channels);
   CHECK(simulate_iteration(engine, router, plan).ranks[0].tp_s == Approx(4 * pick.time_s).epsilon(1e-9));
 }
+
+TEST_CASE("run lists each distinct collective with the algorithm, protocol and channels NCCL's tuner gave it") {
+  // GPT-3 175B on 512 H100s, tp 8 pp 16 dp 4 (Megatron's order: GPU = tp + 8 dp + 32 pp): every TP
+  // group is one node, every data-parallel group GPUs 0, 8, 16, 24 shifted, one GPU on each of 4 nodes.
+  const std::string scenario = test::source_path("scenarios/gpt3-175b-h100-pp16.yaml");
+  const nlohmann::json j = test::cli_json("run " + scenario);
+  const Cluster& cluster = test::shipped_cluster("scenarios/clusters/dgx-h100-superpod.yaml");
+  std::set<std::string> what;
+  for (const auto& c : j.at("collectives")) {
+    INFO(c.dump());
+    what.insert(c.at("what").get<std::string>());
+    const Op op = *parse_op(c.at("op").get<std::string>());
+    std::vector<int> group;
+    const int ranks = c.at("ranks"), nodes = c.at("nodes");
+    for (int r = 0; r < ranks; ++r) group.push_back(nodes == 1 ? r : 8 * r);
+    const CollectiveRequest req{op, group, c.at("size_bytes").get<Bytes>(), default_channels(cluster), Protocol{}, 0};
+    const std::optional<NcclChoice> pick = nccl_choose(cluster, req, std::nullopt, true);
+    REQUIRE(pick);
+    CHECK(c.at("algorithm") == pick->algorithm->name());
+    CHECK(c.at("protocol") == pick->protocol.name);
+    CHECK(c.at("channels") == pick->channels);
+  }
+  CHECK(what == std::set<std::string>{"gradients", "tp"});
+  const test::CliResult text = test::run_cli("run " + scenario);
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.stdout_text, Catch::Matchers::Contains("# collectives, each distinct one once: NCCL's tuner's pick"));
+}

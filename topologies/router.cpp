@@ -204,11 +204,20 @@ int Router::egress_nic(int src_gpu, int dst_nic) const {
 
 Route Router::route_between_nics(int src_nic, int dst_nic, std::uint64_t hash) const {
   Route r;
-  // The PCIe link of a NIC is its attachment to the node: every GPU that uses the NIC shares it.
-  r.append(cluster_, forward(cluster_.nic_pcie_link[src_nic]));
-  append_network(src_nic, dst_nic, hash, r);
-  r.append(cluster_, backward(cluster_.nic_pcie_link[dst_nic]));
+  append_between_nics(src_nic, dst_nic, hash, r);
   return r;
+}
+
+void Router::append_between_nics(int src_nic, int dst_nic, std::uint64_t hash, Route& into) const {
+  // The PCIe link of a NIC is its attachment to the node: every GPU that uses the NIC shares it.
+  into.append(cluster_, forward(cluster_.nic_pcie_link[src_nic]));
+  append_network(src_nic, dst_nic, hash, into);
+  into.append(cluster_, backward(cluster_.nic_pcie_link[dst_nic]));
+}
+
+void Router::append_route_via_nic(int src_gpu, int egress, int dst_gpu, std::uint64_t hash, Route& into) const {
+  if (egress != cluster_.nic_of_gpu(src_gpu)) append_scale_up(src_gpu, cluster_.gpu_of_nic(egress), into);
+  append_between_nics(egress, cluster_.nic_of_gpu(dst_gpu), hash, into);
 }
 
 std::size_t Router::RouteKeyHash::operator()(const RouteKey& k) const {
@@ -235,12 +244,8 @@ Route Router::compute_route(int src_gpu, int dst_gpu, std::uint64_t hash) const 
     append_scale_up(src_gpu, dst_gpu, r);
     return r;
   }
-  const int dst_nic = cluster_.nic_of_gpu(dst_gpu);
-  const int src_nic = egress_nic(src_gpu, dst_nic);
-  if (src_nic == cluster_.nic_of_gpu(src_gpu)) return route_between_nics(src_nic, dst_nic, hash);
-  Route r;  // rail_only: over the scale-up domain to the GPU on the destination's rail first
-  append_scale_up(src_gpu, cluster_.gpu_of_nic(src_nic), r);
-  r.append(route_between_nics(src_nic, dst_nic, hash));
+  Route r;
+  append_route_via_nic(src_gpu, egress_nic(src_gpu, cluster_.nic_of_gpu(dst_gpu)), dst_gpu, hash, r);
   return r;
 }
 

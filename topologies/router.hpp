@@ -39,6 +39,10 @@ class Router {
   void remember_routes() { remember_ = true; }
   /// From the GPU side of `src_nic` to the GPU side of `dst_nic`: PCIe, fabric, PCIe.
   Route route_between_nics(int src_nic, int dst_nic, std::uint64_t hash) const;
+  /// From `src_gpu` out of `egress`, a NIC of its node, to `dst_gpu` by dst's own NIC: over the
+  /// scale-up domain to the NIC's GPU first where it is not src's own (rail_only's other rails,
+  /// NCCL's PXN), then route_between_nics. Not kept by remember_routes.
+  void append_route_via_nic(int src_gpu, int egress, int dst_gpu, std::uint64_t hash, Route& into) const;
   /// Scale-up path between two GPUs of one node.
   void append_scale_up(int src_gpu, int dst_gpu, Route& into) const;
   /// NIC to NIC across the fabric: with NICs of several ports the hash picks a port (a plane), the
@@ -63,6 +67,7 @@ class Router {
 
  private:
   const std::vector<std::uint16_t>& distances_to(int dst_switch) const;
+  void append_between_nics(int src_nic, int dst_nic, std::uint64_t hash, Route& into) const;
   /// The switch walk of append_network and append_port_path; way < 0: the fabric's policy.
   void walk_ports(int src_port, int dst_port, std::uint64_t hash, int way, Route& into) const;
   /// Shortest path between two switches, one equal-cost next hop at each by the policy.

@@ -154,6 +154,16 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
               << fmt::format(" {:>8.3f} {:>8.3f} {:>9.3f} {:>8.3f} {:>8.3f}\n", b.pp_exposed_s, b.dp_exposed_s,
                              b.optimizer_s, b.bubble_s, b.other_idle_s);
   }
+  if (it.collectives.empty()) return;
+  // Where a user sees what NCCL would run, and so where a pinned algorithm might do better.
+  std::cout << "\n# collectives, each distinct one once: "
+            << (s.nccl_tuner ? "NCCL's tuner's pick for its size" : "the fastest simulated alone (collectives.algorithm: best)")
+            << ", on NCCL's channels for its size\n";
+  std::cout << fmt::format("# {:<12} {:<14} {:>10} {:>6} {:>6}  {:<14} {:<8} {:>8}\n", "what", "op", "MiB", "ranks", "nodes",
+                           "algorithm", "protocol", "channels");
+  for (const CollectiveRun& c : it.collectives)
+    std::cout << fmt::format("  {:<12} {:<14} {:>10.2f} {:>6} {:>6}  {:<14} {:<8} {:>8}\n", c.what, to_string(c.op),
+                             static_cast<double>(c.bytes) / (1 << 20), c.ranks, c.nodes, c.algorithm, c.protocol, c.channels);
 }
 
 nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, const RunOptions& o) {
@@ -180,6 +190,11 @@ nlohmann::ordered_json report_json(const ScenarioSpec& s, const RunReport& r, co
   if (!r.iteration.cp_exchanges.empty()) j["cp_exchanges"] = r.iteration.cp_exchanges;
   if (!r.iteration.ep_all_to_alls.empty()) j["ep_all_to_alls"] = r.iteration.ep_all_to_alls;
   if (!r.iteration.zero_collectives.empty()) j["zero_collectives"] = r.iteration.zero_collectives;
+  j["collectives"] = nlohmann::ordered_json::array();
+  for (const CollectiveRun& c : r.iteration.collectives)
+    j["collectives"].push_back({{"what", c.what}, {"op", to_string(c.op)}, {"size_bytes", c.bytes}, {"ranks", c.ranks},
+                                {"nodes", c.nodes}, {"algorithm", c.algorithm}, {"protocol", c.protocol},
+                                {"channels", c.channels}});
   if (const std::string v = variability_text(s, r); !v.empty())
     j["variability"] = {{"seed", s.variability.seed}, {"summary", v},
                         {"slowest_gpu", r.slowest_gpu}, {"slowest_speed", r.slowest_speed}};
