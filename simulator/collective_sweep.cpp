@@ -89,6 +89,13 @@ SweepRow best_collective(FabricEngine& engine, const Router& router, const std::
   return row;
 }
 
+Protocol row_protocol(const SweepRow& row) {
+  if (const std::optional<Protocol> nccl = find_protocol(row.protocol)) return *nccl;
+  Protocol kernel = ideal_protocol();
+  kernel.name = row.protocol;
+  return kernel;
+}
+
 SweepRow nccl_collective(FabricEngine& engine, const Router& router, const CollectiveRequest& request,
                          const std::optional<Protocol>& only, bool nccl_channels) {
   const std::optional<NcclChoice> choice = nccl_choose(router.cluster(), request, only, nccl_channels);

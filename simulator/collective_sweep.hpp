@@ -87,6 +87,10 @@ SweepRow best_collective(FabricEngine& engine, const Router& router, const std::
                          const std::vector<Protocol>& protocols, const CollectiveRequest& request,
                          bool nccl_channels = false);
 
+/// The protocol a row ran: NCCL's, by name, or an algorithm's own kernel (ideal, named as the row
+/// names it).
+Protocol row_protocol(const SweepRow& row);
+
 /// NCCL's pick for one size (nccl_choose), simulated; `only` limits it to one protocol.
 SweepRow nccl_collective(FabricEngine& engine, const Router& router, const CollectiveRequest& request,
                          const std::optional<Protocol>& only, bool nccl_channels);

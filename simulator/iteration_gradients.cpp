@@ -49,18 +49,22 @@ std::vector<std::pair<Op, Bytes>> IterationBuilder::gradient_sizes(int rank, std
 
 IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const std::vector<int>& group, Bytes bytes) const {
   const Cluster& cluster = router_.cluster();
-  // The tuner's pick is a closed form, kept per group. The fastest alone is simulated, so it is
-  // kept per group shape (ranks, nodes, GPUs on the first node): groups of one shape are images of
+  // The tuner's pick is a closed form, kept per group. The fastest alone (of all, or of the pinned
+  // algorithm's protocols) is simulated, so it is kept per group shape (ranks, nodes, GPUs on the first node): groups of one shape are images of
   // each other on a cluster of like nodes, and what runs is still simulated on the real group.
   const auto by_node = ranks_by_node(cluster, group);
   const int ranks = static_cast<int>(group.size()), nodes = static_cast<int>(by_node.size());
+  const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
+  const bool pinned = pinned_runs(plan_, cluster, req);
   std::vector<int> who = group;
-  if (!plan_.nccl_tuner) who = {ranks, nodes, static_cast<int>(by_node.front().size())};
+  if (!plan_.nccl_tuner || pinned) who = {ranks, nodes, static_cast<int>(by_node.front().size())};
   auto key = std::make_tuple(op, bytes, std::move(who));
   if (auto it = gradient_choices_.find(key); it != gradient_choices_.end()) return it->second;
-  const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
   GradientChoice choice{find_algorithm("ring"), req.protocol, req.channels, ranks, nodes};
-  if (plan_.nccl_tuner) {
+  if (pinned) {
+    const SweepRow row = best_collective(engine_, router_, {plan_.pinned}, nccl_protocols(), req, true);
+    choice = {plan_.pinned, row_protocol(row), row.channels, ranks, nodes};
+  } else if (plan_.nccl_tuner) {
     if (const auto pick = nccl_choose(cluster, req, std::nullopt, true))
       choice = {pick->algorithm, pick->protocol, pick->channels, ranks, nodes};
   } else {
@@ -68,10 +72,7 @@ IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const 
     spec.op = op;
     spec.ranks = group;
     const SweepRow best = best_collective(engine_, router_, candidate_algorithms(cluster, spec), nccl_protocols(), req, true);
-    const std::optional<Protocol> nccl = find_protocol(best.protocol);
-    Protocol kernel = ideal_protocol();  // an algorithm that is not NCCL's runs its own kernel
-    kernel.name = best.protocol;
-    choice = {find_algorithm(best.algorithm), nccl ? *nccl : kernel, best.channels, ranks, nodes};
+    choice = {find_algorithm(best.algorithm), row_protocol(best), best.channels, ranks, nodes};
   }
   gradient_choices_.emplace(std::move(key), choice);
   return choice;

@@ -105,7 +105,9 @@ int PassTimes::collective_choice(int rank, const Segment& s, const std::vector<i
   // Groups of one kind are congruent, but ranks differ in which nodes they sit on: cache per rank.
   const CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
   SweepRow chosen;
-  if (plan_.nccl_tuner) {
+  if (pinned_runs(plan_, router_.cluster(), req)) {
+    chosen = best_collective(engine_, router_, {plan_.pinned}, nccl_protocols(), req, true);
+  } else if (plan_.nccl_tuner) {
     chosen = nccl_collective(engine_, router_, req, std::nullopt, true);
   } else {
     SweepSpec auto_pick;
@@ -115,7 +117,7 @@ int PassTimes::collective_choice(int rank, const Segment& s, const std::vector<i
     chosen = best_collective(engine_, router_, algorithms, nccl_protocols(), req, true);
   }
   const int nodes = static_cast<int>(ranks_by_node(router_.cluster(), group).size());
-  choices_.push_back({s.tp_op, s.tp_bytes, find_algorithm(chosen.algorithm), *find_protocol(chosen.protocol), chosen.time_s,
+  choices_.push_back({s.tp_op, s.tp_bytes, find_algorithm(chosen.algorithm), row_protocol(chosen), chosen.time_s,
                       chosen.channels, s.group, static_cast<int>(group.size()), nodes});
   const int index = static_cast<int>(choices_.size()) - 1;
   tp_cache_.emplace(key, index);

@@ -63,6 +63,13 @@ struct CollectiveChoice {
   int ranks = 0, nodes = 0;         // its group's shape
 };
 
+/// Whether the plan's pinned algorithm (collectives.algorithm naming one) runs `request`: it
+/// implements the op and can run on its group.
+inline bool pinned_runs(const IterationPlan& plan, const Cluster& cluster, CollectiveRequest request) {
+  request.protocol = Protocol{};  // any of its protocols
+  return plan.pinned && plan.pinned->supports(request.op) && !plan.pinned->not_applicable(cluster, request);
+}
+
 /// Communication-computation interference: a kernel holding `sm_share` of the SMs for `comm_s`
 /// slows the `compute_s` beside it to 1 - sm_share of its speed while it runs, so the two take
 /// max(comm_s, compute_s + sm_share x comm_s) together. What this adds beyond the compute and the

@@ -132,7 +132,10 @@ struct IterationPlan {
   Bytes embedding_sync_bytes = 0;
   int embedding_stage = 0;  // the model stage holding the input embedding: the first with language layers
   int channels = 2;                       // per collective, for TP, PP and DP flows
-  bool nccl_tuner = false;                // TP, CP, ZeRO collectives: NCCL's tuner picks (else the fastest simulated)
+  bool nccl_tuner = false;                // every collective: NCCL's tuner picks (else the fastest simulated)
+  /// collectives.algorithm naming an algorithm: it runs every collective it can (the fastest of its
+  /// protocols, simulated alone); the rest as nccl_tuner says.
+  const Algorithm* pinned = nullptr;
   /// Communication-computation interference (simulator/pass_times.hpp): the share of the GPU's SMs
   /// an NCCL collective holds while it runs (one CUDA block per channel, `channels` of them) and the
   /// share DeepEP's dispatch and combine hold; compute beside them keeps the rest. 0: none.

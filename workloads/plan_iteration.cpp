@@ -322,6 +322,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
                              optimizer_op(params_per_rank_max, s.gradient_reduce_bytes(), s.precision == "fp16"), kernels);
   plan.channels = 2 * s.cluster.node.nics;
   plan.nccl_tuner = s.nccl_tuner;
+  if (!s.pinned_algorithm.empty()) plan.pinned = find_algorithm(s.pinned_algorithm);
   // NCCL runs one CUDA block per channel, each on an SM of its own (NCCL's NCCL_MIN_NCHANNELS: more
   // channels, more blocks, more of the GPU's compute); DeepEP's kernels hold 20 SMs (DeepSeek-V3,
   // arXiv:2412.19437 section 3.2.2: 20 of the H800's 132 saturate IB and NVLink; DeepEP's

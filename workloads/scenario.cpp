@@ -23,6 +23,22 @@ namespace clustersim {
 
 namespace {
 
+/// What collectives.algorithm may pin: the algorithms that run an iteration's collectives
+/// (all-reduce, all-gather, reduce-scatter), by name.
+std::vector<std::string> pinnable_algorithms() {
+  std::vector<std::string> out;
+  for (const Algorithm* a : all_algorithms())
+    if (a->supports(Op::all_reduce) || a->supports(Op::all_gather) || a->supports(Op::reduce_scatter))
+      out.push_back(a->name());
+  return out;
+}
+
+std::string comma_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 // The scenario schema, read by both expect_keys and --set so the two cannot drift apart.
 // Defaults (Megatron-LM's): virtual_stages 1, sequence_parallel false, distributed_optimizer false,
 // order tp-dp-pp; attention flash. Everything else is required.
@@ -501,11 +517,18 @@ ScenarioSpec load_scenario_node(const YamlField& root, const std::string& path, 
                                   ") to declare storage: {write_GBps, per_node_GBps, source}, where checkpoints are written");
   }
   // NCCL's tuner by default: it picks what NCCL runs, without simulating a dozen alternatives per
-  // collective; on every validation set it picks what the fastest simulated pair is (README).
+  // collective.
   s.nccl_tuner = true;
   if (auto c = root.find("collectives")) {
     c->expect_keys(kCollectivesFields);
-    if (auto a = c->find("algorithm")) s.nccl_tuner = a->as_choice({"nccl", "best"}) == "nccl";
+    if (auto a = c->find("algorithm")) {
+      const std::string name = a->as_string();
+      const std::vector<std::string> pinnable = pinnable_algorithms();
+      if (name == "best") s.nccl_tuner = false;
+      else if (std::find(pinnable.begin(), pinnable.end(), name) != pinnable.end()) s.pinned_algorithm = name;
+      else if (name != "nccl")
+        a->fail("expected nccl, best or an algorithm to pin (" + comma_list(pinnable) + "); got '" + name + "'");
+    }
   }
   return s;
 }

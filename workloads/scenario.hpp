@@ -92,10 +92,14 @@ struct ScenarioSpec {
   // separate pass over every parameter (Megatron-LM's DDP hook before 2022, and for fp16 gradients
   // until September 2022).
   bool gradient_accumulation_fusion = true;
-  // collectives.algorithm: best (false) times each TP, CP and ZeRO collective with the fastest
+  // collectives.algorithm: best (false) times each collective of an iteration with the fastest
   // simulated (algorithm, protocol); nccl (true) with what NCCL's tuner picks
-  // (collectives/tuner_nccl.hpp).
+  // (collectives/tuner_nccl.hpp); an algorithm's name pins it (pinned_algorithm) wherever it can
+  // run the collective, NCCL's tuner picking the rest.
   bool nccl_tuner = false;
+  std::string pinned_algorithm;  // empty: none pinned
+  /// "nccl", "best" or the pinned algorithm: what collectives.algorithm says.
+  std::string collectives_algorithm() const { return !pinned_algorithm.empty() ? pinned_algorithm : nccl_tuner ? "nccl" : "best"; }
   std::string schedule_name;
   const Schedule* schedule = nullptr;
   int global_batch = 0;          // sequences per iteration

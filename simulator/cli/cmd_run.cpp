@@ -156,13 +156,16 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
   }
   if (it.collectives.empty()) return;
   // Where a user sees what NCCL would run, and so where a pinned algorithm might do better.
+  const std::string picked = s.nccl_tuner ? "NCCL's tuner's pick for its size" : "the fastest simulated alone";
   std::cout << "\n# collectives, each distinct one once: "
-            << (s.nccl_tuner ? "NCCL's tuner's pick for its size" : "the fastest simulated alone (collectives.algorithm: best)")
+            << (s.pinned_algorithm.empty()
+                    ? picked
+                    : fmt::format("{} (pinned) where it runs, the fastest of its protocols; elsewhere {}", s.pinned_algorithm, picked))
             << ", on NCCL's channels for its size\n";
-  std::cout << fmt::format("# {:<12} {:<14} {:>10} {:>6} {:>6}  {:<14} {:<8} {:>8}\n", "what", "op", "MiB", "ranks", "nodes",
+  std::cout << fmt::format("# {:<12} {:<14} {:>10} {:>6} {:>6}  {:<18} {:<8} {:>8}\n", "what", "op", "MiB", "ranks", "nodes",
                            "algorithm", "protocol", "channels");
   for (const CollectiveRun& c : it.collectives)
-    std::cout << fmt::format("  {:<12} {:<14} {:>10.2f} {:>6} {:>6}  {:<14} {:<8} {:>8}\n", c.what, to_string(c.op),
+    std::cout << fmt::format("  {:<12} {:<14} {:>10.2f} {:>6} {:>6}  {:<18} {:<8} {:>8}\n", c.what, to_string(c.op),
                              static_cast<double>(c.bytes) / (1 << 20), c.ranks, c.nodes, c.algorithm, c.protocol, c.channels);
 }
 

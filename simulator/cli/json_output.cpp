@@ -51,7 +51,7 @@ nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
   c["fp8_param_gather"] = s.fp8_param_gather;
   c["overlap_param_gather"] = s.overlap_param_gather;
   c["fabric_sharing"] = to_string(s.cluster.fabric.sharing);
-  c["collectives_algorithm"] = s.nccl_tuner ? "nccl" : "best";
+  c["collectives_algorithm"] = s.collectives_algorithm();
   c["calibration"] = s.calibration ? nlohmann::ordered_json(s.calibration->file) : nlohmann::ordered_json();
   return c;
 }

@@ -1,8 +1,10 @@
-// Data-parallel gradient collectives run what NCCL's tuner picks for each one's size (or, when the
-// scenario asks for the fastest simulated, that), not always the ring: inside one DGX H100 NCCL
-// reduces large all-reduces in the NVSwitch (NVLS), across nodes it picks by size.
+// What runs each collective of an iteration: NCCL's tuner's pick for its size and channels (or,
+// when the scenario asks, the fastest simulated, or the algorithm it pins). Data-parallel gradient
+// collectives included, not always the ring: inside one DGX H100 NCCL reduces large all-reduces in
+// the NVSwitch (NVLS), across nodes it picks by size.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -159,4 +161,45 @@ TEST_CASE("run lists each distinct collective with the algorithm, protocol and c
   const test::CliResult text = test::run_cli("run " + scenario);
   CHECK(text.exit_code == 0);
   CHECK_THAT(text.stdout_text, Catch::Matchers::Contains("# collectives, each distinct one once: NCCL's tuner's pick"));
+}
+
+TEST_CASE("collectives.algorithm naming an algorithm pins it wherever it runs, NCCL's pick elsewhere") {
+  // GPT-3 175B on 512 H100s without sequence parallelism: its TP collectives are all-reduces in one
+  // node, for which NCCL picks NVLS. Pinned, the ring runs them (the fastest of its protocols), as
+  // the fastest simulated pair does here (NVLS is kept out of best); the tree pinned runs every
+  // all-reduce, while the reduce-scatters and all-gathers, which it does not implement, keep NCCL's pick.
+  const std::string run = "run " + test::source_path("scenarios/gpt3-175b-h100-pp16.yaml") +
+                          " --set parallel.sequence_parallel=false --set collectives.algorithm=";
+  const nlohmann::json nccl = test::cli_json(run + "nccl"), ring = test::cli_json(run + "ring"),
+                       best = test::cli_json(run + "best"), tree = test::cli_json(run + "tree");
+  CHECK(ring["config"]["collectives_algorithm"] == "ring");
+  auto tp_exposed = [](const nlohmann::json& j) { return j["stages"][0]["time_s"]["tp_exposed"].get<double>(); };
+  CHECK(tp_exposed(ring) == Approx(tp_exposed(best)).epsilon(1e-9));
+  CHECK(tp_exposed(ring) > 1.1 * tp_exposed(nccl));
+  int pinned = 0;
+  for (const auto& c : tree.at("collectives")) {
+    INFO(c.dump());
+    if (c["op"] == "all_reduce") {
+      CHECK(c["algorithm"] == "tree");
+      ++pinned;
+    } else {
+      CHECK(c["algorithm"] != "tree");
+    }
+  }
+  CHECK(pinned > 0);
+  const test::CliResult text = test::run_cli(run + "tree");
+  CHECK_THAT(text.stdout_text, Catch::Matchers::Contains("tree (pinned) where it runs"));
+}
+
+TEST_CASE("collectives.algorithm that is neither nccl, best nor an algorithm of iterations is one line and exit 2") {
+  const std::string run = "run " + test::source_path("scenarios/gpt3-175b-h100-pp16.yaml") + " --set collectives.algorithm=";
+  for (const char* bad : {"fastest", "direct", "pxn"}) {  // direct and pxn run only all-to-all and send/recv
+    const test::CliResult r = test::run_cli(run + bad);
+    INFO(r.stderr_text);
+    CHECK(r.exit_code == 2);
+    CHECK(r.stdout_text.empty());
+    CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
+    CHECK_THAT(r.stderr_text, Catch::Matchers::Contains("collectives.algorithm: expected nccl, best or an algorithm to pin (ring, tree") &&
+                                  Catch::Matchers::Contains(std::string("got '") + bad + "'"));
+  }
 }
