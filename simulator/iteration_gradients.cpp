@@ -50,8 +50,9 @@ std::vector<std::pair<Op, Bytes>> IterationBuilder::gradient_sizes(int rank, std
 IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const std::vector<int>& group, Bytes bytes) const {
   const Cluster& cluster = router_.cluster();
   // The tuner's pick is a closed form, kept per group. The fastest alone (of all, or of the pinned
-  // algorithm's protocols) is simulated, so it is kept per group shape (ranks, nodes, GPUs on the first node): groups of one shape are images of
-  // each other on a cluster of like nodes, and what runs is still simulated on the real group.
+  // algorithm's protocols) is simulated, so it is kept per group shape (ranks, nodes, GPUs on the
+  // first node): groups of one shape are images of each other on a cluster of like nodes, and
+  // what runs is still simulated on the real group.
   const auto by_node = ranks_by_node(cluster, group);
   const int ranks = static_cast<int>(group.size()), nodes = static_cast<int>(by_node.size());
   const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
