@@ -56,7 +56,7 @@ const std::vector<KeyReference>& key_reference() {
       {"scenario", "moe.seed", "integer (random routing)", "0"},
       {"scenario", "moe.dispatch", "all_to_all or deepep", "all_to_all"},
       {"scenario", "collectives", "mapping", "none"},
-      {"scenario", "collectives.algorithm", "nccl or best", "nccl"},
+      {"scenario", "collectives.algorithm", "nccl, best or an algorithm to pin (ring, tree, nvls, ...; clustersim list)", "nccl"},
       {"scenario", "calibration", "path of a calibration file", "none"},
       {"scenario", "variability", "mapping (README, Variability)", "none"},
       {"scenario", "variability.seed", "integer", "0"},
