@@ -197,6 +197,30 @@ std::string links_section(const ReportPage& page) {
   return out + "</section>\n";
 }
 
+/// What ran each collective: where a user sees NCCL's choices, and what a pinned algorithm changed.
+std::string collectives_section(const ReportPage& page) {
+  std::string out = "<section id=\"collectives\">\n<h2>Collectives and what ran them</h2>\n<p class=\"note\">Each distinct "
+                    "collective of the iteration once (what, op, size, group), with the algorithm, protocol and channels that "
+                    "ran it: NCCL's tuner's pick for its size unless the scenario's collectives.algorithm pins one or asks for "
+                    "the fastest simulated.</p>\n";
+  for (const ReportRun& r : page.runs) {
+    if (page.runs.size() > 1) out += "<h3>" + xml_escape(r.name) + "</h3>\n";
+    if (!r.why.empty()) {
+      out += "<p class=\"why\">could not run: " + xml_escape(r.why) + "</p>\n";
+      continue;
+    }
+    out += "<table class=\"collectives\">\n<tr><th>what</th><th>op</th><th class=\"num\">MiB</th><th class=\"num\">ranks"
+           "</th><th class=\"num\">nodes</th><th>algorithm</th><th>protocol</th><th class=\"num\">channels</th></tr>\n";
+    for (const CollectiveRun& c : r.collectives)
+      out += fmt::format("<tr data-what=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{}</td>"
+                         "<td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+                         xml_escape(c.what), xml_escape(c.what), to_string(c.op), static_cast<double>(c.bytes) / (1 << 20),
+                         c.ranks, c.nodes, xml_escape(c.algorithm), xml_escape(c.protocol), c.channels);
+    out += "</table>\n";
+  }
+  return out + "</section>\n";
+}
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& report_time_parts() {
@@ -222,6 +246,7 @@ ReportRun report_run(const RunReport& r, const std::string& name) {
   out.iteration_s = r.iteration_s;
   out.ranks = static_cast<int>(r.stages.size());
   out.passes = r.iteration.passes;
+  out.collectives = r.iteration.collectives;
   std::map<int, int> rank_of_gpu;
   for (std::size_t k = 0; k < r.rank_gpus.size(); ++k) rank_of_gpu[r.rank_gpus[k]] = static_cast<int>(k);
   for (const TraceEvent& e : r.iteration.events) {
@@ -286,7 +311,7 @@ std::string topology_section(const std::string& svg, const std::string& note) {
 
 std::string report_sections(const ReportPage& page) {
   return summary_section(page) + timeline_section(page) + breakdown_section(page) + memory_section(page) + links_section(page) +
-         (page.topology_svg.empty() ? "" : topology_section(page.topology_svg, page.topology_note));
+         collectives_section(page) + (page.topology_svg.empty() ? "" : topology_section(page.topology_svg, page.topology_note));
 }
 
 std::string report_html(const ReportPage& page) { return report_document(page.title, report_sections(page)); }

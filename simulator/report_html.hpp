@@ -41,6 +41,7 @@ struct ReportRun {
   std::vector<ReportStage> stages;
   std::vector<LinkTierLoad> link_tiers;
   std::string link_note;  // what traffic the link loads count
+  std::vector<CollectiveRun> collectives;  // each distinct collective and what ran it
 };
 
 struct ReportPage {

@@ -5,6 +5,8 @@
 // message (the page has no script, so any is an error), every section present, a picture drawn.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -38,7 +40,7 @@ const std::string kScenario = source_path("scenarios/gpt3-175b-h100-pp16.yaml");
 // 16 microbatches per pipeline (64 / dp 4): p, enough for 1F1B and interleaving, fewer than
 // DualPipe-V's 2p. Kept small so a run takes a second.
 const std::string kSmall = " --set global_batch=64";
-const std::vector<std::string> kSections{"summary", "timeline", "breakdown", "memory", "links"};
+const std::vector<std::string> kSections{"summary", "timeline", "breakdown", "memory", "links", "collectives"};
 
 /// Each `<g class="bar" ...>` of a section: (run, stage) -> the data-value of its parts, summed.
 std::map<std::pair<std::string, int>, double> bar_sums(const std::string& html) {
@@ -100,6 +102,11 @@ TEST_CASE("a run's report has a row per stream of each rank, chunks as interleav
   page.runs.push_back(report_run(r, "interleaved"));
   const std::string html = report_html(page);
   for (const std::string& id : kSections) CHECK(count_of(html, std::string("<section id=\"") + id + "\"") == 1);
+  // A row per distinct collective the run lists, each with what ran it.
+  REQUIRE(!r.iteration.collectives.empty());
+  CHECK(count_of(html, "<tr data-what=") == r.iteration.collectives.size());
+  for (const CollectiveRun& c : r.iteration.collectives)
+    CHECK(count_of(html, fmt::format("<td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>", c.algorithm, c.protocol, c.channels)) > 0);
 
   // Streams: every non-compute event of the run's events, by the rank whose GPU it names.
   std::set<std::string> streams;
@@ -178,6 +185,11 @@ TEST_CASE("compare --report draws every schedule on one time scale, says why one
   CHECK(count_of(timeline, "<g class=\"infeasible\" data-run=\"dualpipev\"") == 1);
   CHECK(count_of(timeline, "could not run: ") == 1);
   CHECK(count_of(section(html, "summary"), "could not run: ") == 1);
+  // Each feasible schedule's collectives crossed from its child process; the infeasible one says why.
+  const std::string collectives = section(html, "collectives");
+  CHECK(count_of(collectives, "<table class=\"collectives\">") == 2);
+  CHECK(count_of(collectives, "<tr data-what=\"gradients\">") >= 2);
+  CHECK(count_of(collectives, "could not run: ") == 1);
   // One scale: each run's outline is its iteration time at the same pixels per second.
   const std::regex title("<text class=\"run-title\"[^>]*>([^<]+): [0-9.]+ m?s</text>\n<rect x=\"[0-9.]+\" y=\"[0-9.]+\" width=\"([0-9.]+)\"");
   std::vector<double> px_per_s;

@@ -60,6 +60,9 @@ nlohmann::ordered_json report_run_json(const ReportRun& r) {
   auto& tiers = j["link_tiers"] = nlohmann::ordered_json::array();
   for (const LinkTierLoad& t : r.link_tiers)
     tiers.push_back({t.tier, t.link_type, t.links, t.bytes, t.mean_utilization, t.busiest_utilization});
+  auto& collectives = j["collectives"] = nlohmann::ordered_json::array();
+  for (const CollectiveRun& c : r.collectives)
+    collectives.push_back({c.what, static_cast<int>(c.op), c.bytes, c.ranks, c.nodes, c.algorithm, c.protocol, c.channels});
   return j;
 }
 
@@ -81,6 +84,9 @@ ReportRun report_run_from_json(const nlohmann::ordered_json& j) {
   for (const auto& t : j["link_tiers"])
     r.link_tiers.push_back({t[0].get<std::string>(), t[1].get<std::string>(), t[2].get<int>(), t[3].get<double>(),
                             t[4].get<double>(), t[5].get<double>()});
+  for (const auto& c : j["collectives"])
+    r.collectives.push_back({c[0].get<std::string>(), static_cast<Op>(c[1].get<int>()), c[2].get<Bytes>(), c[3].get<int>(),
+                             c[4].get<int>(), c[5].get<std::string>(), c[6].get<std::string>(), c[7].get<int>()});
   return r;
 }
 
