@@ -8,8 +8,6 @@
 #include <utility>
 
 #include "collectives/pipeline.hpp"
-#include "collectives/tuner_nccl.hpp"
-#include "simulator/collective_sweep.hpp"
 #include "simulator/iteration_builder.hpp"
 
 namespace clustersim {
@@ -52,29 +50,21 @@ IterationBuilder::GradientChoice IterationBuilder::gradient_choice(Op op, const 
   // The tuner's pick is a closed form, kept per group. The fastest alone (of all, or of the pinned
   // algorithm's protocols) is simulated, so it is kept per group shape (ranks, nodes, GPUs on the
   // first node): groups of one shape are images of each other on a cluster of like nodes, and
-  // what runs is still simulated on the real group.
-  const auto by_node = ranks_by_node(cluster, group);
-  const int ranks = static_cast<int>(group.size()), nodes = static_cast<int>(by_node.size());
-  const CollectiveRequest req{op, group, bytes, plan_.channels, *find_protocol("Simple"), 0};
-  const bool pinned = pinned_runs(plan_, cluster, req);
-  std::vector<int> who = group;
-  if (!plan_.nccl_tuner || pinned) who = {ranks, nodes, static_cast<int>(by_node.front().size())};
-  auto key = std::make_tuple(op, bytes, std::move(who));
+  // what runs is still simulated on the real group. The nodes are counted only for a shape's key
+  // or a new choice: a kept tuner's pick is found without them, once per bucket.
+  const CollectiveRequest req{op, group, bytes, plan_.channels, Protocol{}, 0};
+  const bool simulated = !plan_.nccl_tuner || pinned_runs(plan_, cluster, req);
+  std::optional<std::vector<std::vector<int>>> by_node;
+  if (simulated) by_node = ranks_by_node(cluster, group);
+  auto key = std::make_tuple(op, bytes,
+                             simulated ? std::vector<int>{static_cast<int>(group.size()), static_cast<int>(by_node->size()),
+                                                          static_cast<int>(by_node->front().size())}
+                                       : group);
   if (auto it = gradient_choices_.find(key); it != gradient_choices_.end()) return it->second;
-  GradientChoice choice{find_algorithm("ring"), req.protocol, req.channels, ranks, nodes};
-  if (pinned) {
-    const SweepRow row = best_collective(engine_, router_, {plan_.pinned}, nccl_protocols(), req, true);
-    choice = {plan_.pinned, row_protocol(row), row.channels, ranks, nodes};
-  } else if (plan_.nccl_tuner) {
-    if (const auto pick = nccl_choose(cluster, req, std::nullopt, true))
-      choice = {pick->algorithm, pick->protocol, pick->channels, ranks, nodes};
-  } else {
-    SweepSpec spec;
-    spec.op = op;
-    spec.ranks = group;
-    const SweepRow best = best_collective(engine_, router_, candidate_algorithms(cluster, spec), nccl_protocols(), req, true);
-    choice = {find_algorithm(best.algorithm), row_protocol(best), best.channels, ranks, nodes};
-  }
+  if (!by_node) by_node = ranks_by_node(cluster, group);
+  const IterationPick pick = iteration_pick(engine_, router_, plan_, req);
+  const GradientChoice choice{pick.algorithm, pick.protocol, pick.channels, static_cast<int>(group.size()),
+                              static_cast<int>(by_node->size())};
   gradient_choices_.emplace(std::move(key), choice);
   return choice;
 }

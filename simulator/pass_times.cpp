@@ -5,8 +5,10 @@
 #include "collectives/algo_deepep.hpp"
 #include "collectives/pipeline.hpp"
 #include "collectives/point_to_point.hpp"
+#include "collectives/tuner_nccl.hpp"
 #include "simulator/collective_sweep.hpp"
 #include "simulator/link_utilization.hpp"
+#include "topologies/invariant.hpp"
 
 namespace clustersim {
 
@@ -97,28 +99,40 @@ Seconds PassTimes::collective_time(int rank, const Segment& s, const std::vector
   return index < 0 ? 0 : choices_[static_cast<std::size_t>(index)].alone_s;
 }
 
+IterationPick iteration_pick(FabricEngine& engine, const Router& router, const IterationPlan& plan,
+                             const CollectiveRequest& request) {
+  const Cluster& cluster = router.cluster();
+  auto simulated = [&](const SweepRow& row) {
+    return IterationPick{find_algorithm(row.algorithm), row_protocol(row), row.channels, row.time_s};
+  };
+  if (pinned_runs(plan, cluster, request))
+    return simulated(best_collective(engine, router, {plan.pinned}, nccl_protocols(), request, true));
+  if (plan.nccl_tuner) {
+    const std::optional<NcclChoice> pick = nccl_choose(cluster, request, std::nullopt, true);
+    if (!pick)
+      throw InvariantViolation(std::string("NCCL's tuner found no algorithm for an iteration's ") + to_string(request.op));
+    return {pick->algorithm, pick->protocol, pick->channels, std::nullopt};
+  }
+  SweepSpec spec;
+  spec.op = request.op;
+  spec.ranks = request.ranks;
+  return simulated(best_collective(engine, router, candidate_algorithms(cluster, spec), nccl_protocols(), request, true));
+}
+
 int PassTimes::collective_choice(int rank, const Segment& s, const std::vector<int>& group) {
   if (plan_.free_communication || s.tp_bytes == 0 || group.size() < 2) return -1;
   auto key = std::make_tuple(rank, s.group, s.tp_op, s.tp_bytes);
   auto it = tp_cache_.find(key);
   if (it != tp_cache_.end()) return it->second;
   // Groups of one kind are congruent, but ranks differ in which nodes they sit on: cache per rank.
-  const CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
-  SweepRow chosen;
-  if (pinned_runs(plan_, router_.cluster(), req)) {
-    chosen = best_collective(engine_, router_, {plan_.pinned}, nccl_protocols(), req, true);
-  } else if (plan_.nccl_tuner) {
-    chosen = nccl_collective(engine_, router_, req, std::nullopt, true);
-  } else {
-    SweepSpec auto_pick;
-    auto_pick.op = s.tp_op;
-    auto_pick.ranks = group;
-    const std::vector<const Algorithm*> algorithms = candidate_algorithms(router_.cluster(), auto_pick);
-    chosen = best_collective(engine_, router_, algorithms, nccl_protocols(), req, true);
-  }
+  CollectiveRequest req{s.tp_op, group, s.tp_bytes, plan_.channels, Protocol{}, 0};
+  const IterationPick pick = iteration_pick(engine_, router_, plan_, req);
+  req.protocol = pick.protocol;
+  req.channels = pick.channels;
+  const Seconds alone_s = pick.alone_s ? *pick.alone_s : time_collective(engine_, router_, *pick.algorithm, req);
   const int nodes = static_cast<int>(ranks_by_node(router_.cluster(), group).size());
-  choices_.push_back({s.tp_op, s.tp_bytes, find_algorithm(chosen.algorithm), row_protocol(chosen), chosen.time_s,
-                      chosen.channels, s.group, static_cast<int>(group.size()), nodes});
+  choices_.push_back({s.tp_op, s.tp_bytes, pick.algorithm, pick.protocol, alone_s, pick.channels, s.group,
+                      static_cast<int>(group.size()), nodes});
   const int index = static_cast<int>(choices_.size()) - 1;
   tp_cache_.emplace(key, index);
   return index;

@@ -8,6 +8,7 @@
 // traffic, the parts say which (Part::collective, Part::ring_traffic) and pass_in_place.hpp
 // replays them as flows.
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -69,6 +70,19 @@ inline bool pinned_runs(const IterationPlan& plan, const Cluster& cluster, Colle
   request.protocol = Protocol{};  // any of its protocols
   return plan.pinned && plan.pinned->supports(request.op) && !plan.pinned->not_applicable(cluster, request);
 }
+
+/// What runs `request` in an iteration: the pinned algorithm where it runs (the fastest of its
+/// protocols, simulated), else NCCL's tuner's pick (closed form, nothing simulated) or, under
+/// collectives.algorithm best, the fastest simulated pair; each on NCCL's channels for its size.
+/// `alone_s`: its time alone on the fabric, where it was simulated to choose it.
+struct IterationPick {
+  const Algorithm* algorithm = nullptr;
+  Protocol protocol;
+  int channels = 1;
+  std::optional<Seconds> alone_s;
+};
+IterationPick iteration_pick(FabricEngine& engine, const Router& router, const IterationPlan& plan,
+                             const CollectiveRequest& request);
 
 /// Communication-computation interference: a kernel holding `sm_share` of the SMs for `comm_s`
 /// slows the `compute_s` beside it to 1 - sm_share of its speed while it runs, so the two take
