@@ -117,7 +117,7 @@ TEST_CASE("goodput --json conforms to goodput.schema.json, its Monte-Carlo with 
   CHECK(j.contains("monte_carlo"));
 }
 
-TEST_CASE("serve --json conforms to serve.schema.json, with an SLO, disaggregation and speculation", "[json]") {
+TEST_CASE("serve --json conforms to serve.schema.json, with an SLO, disaggregation, speculation and host time", "[json]") {
   const auto j = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") + " --set serving.requests.duration_s=5");
   CHECK(j.at("summary").contains("goodput_requests_per_s"));
   CHECK(j.at("requests").size() == j.at("summary").at("requests"));
@@ -125,6 +125,10 @@ TEST_CASE("serve --json conforms to serve.schema.json, with an SLO, disaggregati
   CHECK(d.at("summary").contains("kv_transfer_mean_s"));
   const auto sp = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-speculative.yaml") + " --set serving.requests.duration_s=5");
   CHECK(sp.at("summary").contains("tokens_per_decode_step"));
+  const auto h = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") +
+                                         " --set serving.requests.duration_s=2 --set serving.host.iteration=2ms --set serving.host.overlap=true");
+  CHECK(h.at("config").at("host").at("iteration_s") == Approx(2e-3));
+  CHECK(h.at("config").at("host").at("overlap") == true);
 }
 
 TEST_CASE("schema --json conforms to schema.schema.json and lists every key of the reference", "[json]") {

@@ -89,6 +89,46 @@ TEST_CASE("a decode step of one request reads the weights and its KV cache at th
   CHECK(compute_s < 1.02 * expected_s);
 }
 
+TEST_CASE("the host's time per iteration: after the forward it adds iteration + requests x per_request, beside it the longer counts", "[serve]") {
+  const ServingSpec bare = tp8();
+  const ServingSpec after = tp8({"serving.host.iteration=4ms", "serving.host.per_request=0.5ms"});
+  const ServingSpec beside = tp8({"serving.host.iteration=4ms", "serving.host.per_request=0.5ms", "serving.host.overlap=true"});
+  const Cluster cluster = build_cluster(bare.cluster);
+  ServingComm comm(cluster);
+  IterationCost gpu_only(bare, bare.model, comm), serialized(after, after.model, comm), overlapped(beside, beside.model, comm);
+  // Decode of 16 requests plus one prefill chunk: 17 requests in the batch.
+  BatchShape b;
+  b.decode_requests = 16;
+  b.decode_context_tokens = 16 * 2000.0;
+  b.chunks.push_back({0, 512});
+  b.sampled_rows = 17;
+  const Seconds gpu = gpu_only.time(b).total_s;
+  const Seconds host = 4e-3 + 17 * 0.5e-3;
+  CHECK(gpu_only.time(b).host_s == 0);
+  CHECK(serialized.time(b).host_s == Approx(host).epsilon(1e-12));
+  CHECK(serialized.time(b).total_s == Approx(gpu + host).epsilon(1e-12));
+  CHECK(overlapped.time(b).total_s == Approx(std::max(gpu, host)).epsilon(1e-12));
+  // One decode request: the GPU's forward (about 12 ms on this replica) outlasts 4.5 ms of host time.
+  BatchShape one;
+  one.decode_requests = 1;
+  one.decode_context_tokens = 2000;
+  one.sampled_rows = 1;
+  CHECK(overlapped.time(one).total_s == Approx(gpu_only.time(one).total_s).epsilon(1e-12));
+  CHECK(gpu_only.time(one).total_s > 4.5e-3);
+}
+
+TEST_CASE("host time after the forward: a lone request's TTFT and its time per token grow by the host's time of a batch of one", "[serve]") {
+  const std::string row = "0.5,1024,5\n";
+  const ServeResult bare = simulate_serving(with_trace(row));
+  const ServeResult host = simulate_serving(with_trace(row, {"serving.host.iteration=3ms", "serving.host.per_request=1ms"}));
+  REQUIRE(bare.requests.size() == 1);
+  REQUIRE(host.requests.size() == 1);
+  const RequestState &a = bare.requests[0], &b = host.requests[0];
+  const Seconds per_iteration = 3e-3 + 1e-3;
+  CHECK(b.first_token_s - a.first_token_s == Approx(per_iteration).epsilon(1e-9));  // one prefill iteration
+  CHECK(b.finish_s - a.finish_s == Approx(5 * per_iteration).epsilon(1e-9));        // and four decode steps
+}
+
 TEST_CASE("one request alone: TTFT is its prompt's prefill from the compute model, then one decode step a token", "[serve]") {
   const long prompt = 1024;
   ServingSpec s = with_trace("0.5," + std::to_string(prompt) + ",3\n");

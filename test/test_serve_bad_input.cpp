@@ -39,6 +39,16 @@ TEST_CASE("serve: a malformed trace line is named by its line and column", "[ser
   require_one_line_error(test::run_cli("serve " + file3), "error: " + short_row + ":2: output_tokens:", "expected 3 fields as the header, got 2");
 }
 
+TEST_CASE("serve: a host time without a unit, an empty host or an unknown host key is refused at its field", "[serve]") {
+  const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  host: {iteration: 4, per_request: 0.4ms}\n");
+  require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":7: serving.host.iteration:",
+                         "expected a duration with its unit (s, ms or us)");
+  const std::string empty = serving_file("  parallel: {tp: 8}\n" + kRequests + "  host: {overlap: true}\n");
+  require_one_line_error(test::run_cli("serve " + empty), "error: " + empty + ":7: serving.host:", "expected an iteration or per_request time");
+  const std::string unknown = serving_file("  parallel: {tp: 8}\n" + kRequests + "  host: {iteration: 4ms, launch: 5us}\n");
+  require_one_line_error(test::run_cli("serve " + unknown), "error: " + unknown + ":7: serving.host.launch:", "");
+}
+
 TEST_CASE("serve: an SLO without a unit is refused at its field", "[serve]") {
   const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  slo: {ttft: 500, tpot: 50ms}\n");
   require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":7: serving.slo.ttft:", "expected a duration with its unit (s, ms or us)");

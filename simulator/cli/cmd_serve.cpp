@@ -89,6 +89,8 @@ nlohmann::ordered_json config_json(const ServingSpec& s) {
   if (s.slo.declared) j["slo"] = {{"ttft_s", s.slo.ttft_s}, {"tpot_s", s.slo.tpot_s}};
   if (s.disaggregation.enabled)
     j["disaggregated"] = {{"prefill_replicas", s.disaggregation.prefill_replicas}, {"decode_replicas", s.disaggregation.decode_replicas}};
+  if (s.host.declared)
+    j["host"] = {{"iteration_s", s.host.iteration_s}, {"per_request_s", s.host.per_request_s}, {"overlap", s.host.overlapped}};
   if (s.speculative.method != SpeculativeMethod::none)
     j["speculative"] = {{"method", s.speculative.method == SpeculativeMethod::draft ? "draft" : "mtp"},
                         {"tokens", s.speculative.tokens}, {"acceptance_rate", s.speculative.acceptance_by_position.empty()
@@ -174,6 +176,11 @@ void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary
                              one_model ? "" : " on " + gpu, double(mem.usable_bytes) / gib, double(mem.weight_bytes) / gib,
                              double(mem.workspace_bytes) / gib, double(mem.kv_bytes) / gib, mem.blocks, s.kv.block_tokens,
                              mem.blocks * s.kv.block_tokens);
+  if (s.host.declared)
+    std::cout << fmt::format("host per iteration: {:.3g} ms + {:.3g} ms a request, {} the GPU's forward\n", s.host.iteration_s * 1e3,
+                             s.host.per_request_s * 1e3, s.host.overlapped ? "overlapped with" : "after");
+  else
+    std::cout << "host per iteration: none declared (the GPU's forward alone)\n";
   std::cout << fmt::format("{} requests over {:.1f} s: {:.2f} requests/s, {:.0f} output tokens/s, {:.0f} prompt tokens/s\n",
                            m.requests, m.duration_s, m.requests_per_s, m.output_tokens_per_s, m.prompt_tokens_per_s);
   std::cout << fmt::format("{:<10}{:>12}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99", "max");

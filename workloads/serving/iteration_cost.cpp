@@ -1,5 +1,6 @@
 #include "workloads/serving/iteration_cost.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "workloads/serving/replica_memory.hpp"
@@ -144,7 +145,9 @@ IterationTime IterationCost::time(const BatchShape& batch) {
   }
   out.attention_s = attention * m.layers;
   if (batch.sampled_rows > 0) out.logits_s = op_time(s_.gpu, s_.precision, logits_forward_op(as_batch(m, batch.sampled_rows), 1, s_.parallel.tp));
-  out.total_s = out.linear_s + out.attention_s + out.communication_s + out.logits_s;
+  const Seconds gpu_s = out.linear_s + out.attention_s + out.communication_s + out.logits_s;
+  if (s_.host.declared) out.host_s = s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests);
+  out.total_s = s_.host.overlapped ? std::max(gpu_s, out.host_s) : gpu_s + out.host_s;
   return out;
 }
 

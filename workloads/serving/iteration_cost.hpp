@@ -13,7 +13,8 @@
 //    second by a dispatch and a combine all-to-all of T x top_k x hidden x 2 B / ep per GPU;
 //  - PP: the stages run one after another (no second batch in flight), with a send of
 //    T x hidden x 2 B between stages;
-//  - the output layer over the rows that sample a token.
+//  - the output layer over the rows that sample a token;
+//  - the host's time for the batch's requests (HostSpec), after the forward or overlapped with it.
 // Under an 8-bit precision, GEMMs read 1-byte weights. MoE expert GEMMs read the weights of every
 // local expert the batch's rows reach: E (1 - (1 - 1/E)^rows) of the E = routed / ep local experts
 // under uniform routing. MLA decodes in the latent (DeepSeek-V2's absorbed projections: keys of
@@ -46,6 +47,7 @@ struct BatchShape {
 struct IterationTime {
   Seconds total_s = 0;
   Seconds linear_s = 0, attention_s = 0, communication_s = 0, logits_s = 0;
+  Seconds host_s = 0;  // the engine's CPU time for the batch (serving_spec.hpp, HostSpec)
 };
 
 class IterationCost {

@@ -17,7 +17,7 @@ namespace {
 // (block 16 tokens, gpu_memory_utilization 0.9, max_num_seqs 256, chunked prefill, decode first).
 const std::initializer_list<const char*> kFields = {"name", "description", "cluster", "model", "precision", "catalog", "serving"};
 const std::initializer_list<const char*> kServingFields = {"replicas", "parallel", "kv_cache", "scheduler", "router", "requests",
-                                                           "slo", "disaggregated", "speculative", "series_interval_s", "gpu"};
+                                                           "slo", "disaggregated", "speculative", "host", "series_interval_s", "gpu"};
 const std::initializer_list<const char*> kParallelFields = {"tp", "pp", "ep"};
 const std::initializer_list<const char*> kKvFields = {"dtype", "block_tokens", "memory_fraction", "swap_space_GiB", "prefix_caching"};
 const std::initializer_list<const char*> kSchedulerFields = {"max_batch_tokens", "max_batch_requests", "chunked_prefill", "priority",
@@ -27,6 +27,7 @@ const std::initializer_list<const char*> kRequestFields = {"arrival", "rate_per_
 const std::initializer_list<const char*> kPrefixFields = {"tokens", "count"};
 const std::initializer_list<const char*> kSloFields = {"ttft", "tpot"};
 const std::initializer_list<const char*> kDisaggFields = {"prefill_replicas", "decode_replicas", "prefill_gpu", "decode_gpu"};
+const std::initializer_list<const char*> kHostFields = {"iteration", "per_request", "overlap"};
 const std::initializer_list<const char*> kSpecFields = {"method", "tokens", "acceptance_rate", "draft_model"};
 
 // Bounds far above any real deployment that keep every count and time finite.
@@ -139,6 +140,16 @@ void read_slo(const YamlField& f, ServingSpec& s) {
   if (s.slo.ttft_s == 0 && s.slo.tpot_s == 0) f.fail("expected a ttft or tpot target (\"500ms\") or no slo");
 }
 
+void read_host(const YamlField& f, ServingSpec& s) {
+  f.expect_keys(kHostFields);
+  s.host.declared = true;
+  if (auto v = f.find("iteration")) s.host.iteration_s = parse_duration(*v);
+  if (auto v = f.find("per_request")) s.host.per_request_s = parse_duration(*v);
+  if (auto v = f.find("overlap")) s.host.overlapped = v->as_bool();
+  if (s.host.iteration_s == 0 && s.host.per_request_s == 0)
+    f.fail("expected an iteration or per_request time (\"4ms\", \"0.4ms\") or no host");
+}
+
 void read_speculative(const std::filesystem::path& dir, const YamlField& f, ServingSpec& s) {
   f.expect_keys(kSpecFields);
   SpeculativeSpec& sp = s.speculative;
@@ -204,6 +215,7 @@ std::vector<std::string> serving_fields() {
   add_fields(out, "serving.slo.", kSloFields);
   add_fields(out, "serving.disaggregated.", kDisaggFields);
   add_fields(out, "serving.speculative.", kSpecFields);
+  add_fields(out, "serving.host.", kHostFields);
   return out;
 }
 
@@ -248,6 +260,7 @@ ServingSpec load_serving(const std::string& path, const std::vector<std::string>
   read_requests(dir, sv.child("requests"), s);
   if (auto v = sv.find("slo")) read_slo(*v, s);
   if (auto v = sv.find("speculative")) read_speculative(dir, *v, s);
+  if (auto v = sv.find("host")) read_host(*v, s);
   if (auto v = sv.find("series_interval_s")) s.series_interval_s = v->as_number_in(1e-3, kMaxDuration_s, "s");
 
   if (auto g = sv.find("gpu")) s.serving_gpu = g->as_string();

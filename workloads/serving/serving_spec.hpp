@@ -111,6 +111,20 @@ struct SpeculativeSpec {
   std::string draft_model_file;
 };
 
+/// The host's time per iteration: the serving engine's CPU scheduling the batch, preparing its
+/// inputs, sampling, processing the outputs and calling the tensor-parallel workers, `iteration`
+/// once plus `per_request` for each request in the batch (Vidur's CPU-overhead model). Serialized
+/// with the GPU's forward (vLLM v0 and Sarathi-Serve: the next batch is scheduled only after this
+/// one's outputs are processed) or overlapped with it (SGLang's overlap scheduler, vLLM V1's async
+/// scheduling), where the iteration takes the longer of the two. Undeclared: no host time (the GPU's
+/// work alone, as an engine that hides its host entirely).
+struct HostSpec {
+  bool declared = false;
+  Seconds iteration_s = 0, per_request_s = 0;
+  bool overlapped = false;
+  Seconds time_s(long requests) const { return iteration_s + per_request_s * double(requests); }
+};
+
 struct ServingSpec {
   std::string file, name;
   std::string cluster_file, catalog_file;
@@ -133,6 +147,7 @@ struct ServingSpec {
   SloSpec slo;
   DisaggregationSpec disaggregation;
   SpeculativeSpec speculative;
+  HostSpec host;
   Seconds series_interval_s = 0;  // 0: the horizon / 100
 
   int gpus() const { return replicas * parallel.gpus(); }
