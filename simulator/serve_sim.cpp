@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 #include <queue>
@@ -26,6 +27,7 @@ struct Event {
   long seq;
   EventKind kind;
   long index;  // replica, request, or KvTransfers version
+  int lane;    // iteration_end: which of the replica's batches in flight
   bool operator>(const Event& o) const { return time_s != o.time_s ? time_s > o.time_s : seq > o.seq; }
 };
 
@@ -36,27 +38,54 @@ struct ModelCosts {
   ReplicaMemory memory;
 };
 
-struct Replica {
+/// One of a replica's batches in flight: its own scheduler over its share of the KV blocks.
+struct Lane {
   ReplicaScheduler scheduler;
   ServeBatch plan;
   bool busy = false;
+  Seconds started_s = 0;
+  std::vector<std::pair<Seconds, Seconds>> stages;  // the batch's time on each pipeline stage (pp > 1)
+};
+
+/// A replica runs its lanes' batches through its pipeline stages, each stage one batch at a time in
+/// the order they started (a flow shop: a batch enters stage j once it left stage j - 1 and the batch
+/// before it left stage j). With one stage or one lane, a batch's iteration is its forward alone.
+struct Replica {
+  std::vector<Lane> lanes;
+  std::vector<Seconds> stage_free_s;  // when each stage is done with the batches already in it
+  std::vector<int> stage_gpus;        // each stage's first GPU
   int first_gpu = 0;
   int model = 0;  // into the loop's ModelCosts
   SplitMix64 rng;
-  Seconds started_s = 0;
+
+  long outstanding() const { return sum([](const ReplicaScheduler& s) { return s.outstanding(); }); }
+  long free_blocks() const { return sum([](const ReplicaScheduler& s) { return s.free_blocks(); }); }
+  long total_blocks() const { return sum([](const ReplicaScheduler& s) { return s.total_blocks(); }); }
+  bool has_prefix(int prefix_id) const {
+    return std::any_of(lanes.begin(), lanes.end(), [&](const Lane& l) { return l.scheduler.has_prefix(prefix_id); });
+  }
+  template <class F>
+  long sum(F f) const {
+    long n = 0;
+    for (const Lane& l : lanes) n += f(l.scheduler);
+    return n;
+  }
 };
 
-/// Every request must fit a replica's KV cache alone, or it would wait forever.
+/// Every request must fit a lane's KV blocks alone, or it would wait forever.
 void check_fits(const ServingSpec& s, const std::vector<Request>& requests, const ReplicaMemory& mem) {
+  const int lanes = s.scheduler.batches_in_flight;
+  const long lane_blocks = mem.blocks / lanes;
   const long extra = s.speculative.tokens + 1;
   for (const Request& r : requests) {
     const long tokens = r.prompt_tokens + r.output_tokens + extra;
     const long blocks = (tokens + s.kv.block_tokens - 1) / s.kv.block_tokens;
-    if (blocks <= mem.blocks) continue;
+    if (blocks <= lane_blocks) continue;
+    const std::string cache = lanes == 1 ? "a replica's KV cache" : fmt::format("a batch's share ({} in flight) of a replica's KV cache", lanes);
     const std::string expected =
-        fmt::format("expected every request to fit a replica's KV cache of {} blocks ({} tokens): request {} needs {} "
+        fmt::format("expected every request to fit {} of {} blocks ({} tokens): request {} needs {} "
                     "blocks for {} prompt and {} output tokens",
-                    mem.blocks, mem.blocks * s.kv.block_tokens, r.id, blocks, r.prompt_tokens, r.output_tokens);
+                    cache, lane_blocks, lane_blocks * s.kv.block_tokens, r.id, blocks, r.prompt_tokens, r.output_tokens);
     if (r.line > 0) throw UserError(s.requests.trace_file, r.line, "prompt_tokens", expected);
     throw UserError(s.file, s.requests.line, "serving.requests.prompt_tokens", expected);
   }
@@ -77,14 +106,24 @@ class Loop {
     const long swap_blocks = r_.memory.block_bytes > 0 ? long(s.kv.swap_space_GiB * 1024 * 1024 * 1024 / double(r_.memory.block_bytes)) : 0;
     const LinkSpec& pcie = s.cluster.node.pcie_link;
     swap_Bps_ = pcie.bandwidth_Bps * s.cluster.efficiency(pcie.type);
+    const int lanes = s.scheduler.batches_in_flight, pp = s.parallel.pp;
     for (int k = 0; k < s.replicas; ++k) {
       const ReplicaRole role = !d.enabled ? ReplicaRole::both : k < d.prefill_replicas ? ReplicaRole::prefill : ReplicaRole::decode;
       const ReplicaMemory& mem = models_[std::size_t(replica_model[std::size_t(k)])].memory;
-      replicas_.push_back({ReplicaScheduler(s.scheduler, mem.blocks, s.kv.block_tokens, s.speculative.tokens, role, swap_blocks,
-                                            s.kv.prefix_caching),
-                           {}, false, s.placement[std::size_t(k)].gpus.front(), replica_model[std::size_t(k)],
-                           SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1), 0});
-      if (trace_ && trace_->wants(replicas_.back().first_gpu, true)) trace_->place(replicas_.back().first_gpu, 0, k);
+      const std::vector<int>& gpus = s.placement[std::size_t(k)].gpus;
+      Replica rep{{}, std::vector<Seconds>(std::size_t(pp), 0), {}, gpus.front(), replica_model[std::size_t(k)],
+                  SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1)};
+      // The blocks split evenly between the lanes (vLLM divides them between its virtual engines).
+      for (int l = 0; l < lanes; ++l)
+        rep.lanes.push_back({ReplicaScheduler(s.scheduler, mem.blocks / lanes, s.kv.block_tokens, s.speculative.tokens, role,
+                                              swap_blocks / lanes, s.kv.prefix_caching),
+                             {}, false, 0, std::vector<std::pair<Seconds, Seconds>>(std::size_t(pp))});
+      for (int j = 0; j < pp; ++j) rep.stage_gpus.push_back(gpus[std::size_t(j * s.parallel.tp)]);
+      replicas_.push_back(std::move(rep));
+      for (int j = 0; j < pp; ++j) {
+        const int gpu = replicas_.back().stage_gpus[std::size_t(j)];
+        if (trace_ && trace_->wants(gpu, true) && (j == 0 || lanes > 1)) trace_->place(gpu, j, k);
+      }
     }
     front_end_ = d.enabled ? d.prefill_replicas : s.replicas;
     inbound_.assign(std::size_t(s.replicas), 0);
@@ -118,15 +157,14 @@ class Loop {
         const long id = long(next++);
         const int k = route(0, front_end_, r_.requests[next - 1].request.prefix_id);
         r_.requests[std::size_t(id)].replica = k;
-        enqueue(k, id);
-        if (!replicas_[std::size_t(k)].busy) start(k, now);
+        start_if_idle(k, enqueue(k, id), now);
         continue;
       }
       const Event e = events_.top();
       events_.pop();
       if (e.kind == EventKind::kv_wake) {
         for (const auto& [id, lands_s] : kv_.advance(now)) {
-          events_.push({lands_s, seq_++, EventKind::kv_arrival, id});
+          events_.push({lands_s, seq_++, EventKind::kv_arrival, id, 0});
           r_.kv_transfer_s_sum += lands_s - kv_started_s_[std::size_t(id)];
           ++r_.kv_transfers;
         }
@@ -134,20 +172,20 @@ class Loop {
       } else if (e.kind == EventKind::kv_arrival) {
         const int k = r_.requests[std::size_t(e.index)].replica;
         add_inbound(k, -1);
-        enqueue(k, e.index);
-        if (!replicas_[std::size_t(k)].busy) start(k, now);
+        start_if_idle(k, enqueue(k, e.index), now);
       } else {
-        finish(int(e.index), now);
+        finish(int(e.index), e.lane, now);
       }
       r_.end_s = now;
     }
-    for (const Replica& rep : replicas_) {
-      r_.preemptions += rep.scheduler.preemptions();
-      r_.swaps += rep.scheduler.swaps();
-      r_.prefix_hit_tokens += rep.scheduler.prefix_hit_tokens();
-      r_.prefill_tokens += rep.scheduler.prefill_tokens();
-      r_.prefix_evictions += rep.scheduler.prefix_evictions();
-    }
+    for (const Replica& rep : replicas_)
+      for (const Lane& l : rep.lanes) {
+        r_.preemptions += l.scheduler.preemptions();
+        r_.swaps += l.scheduler.swaps();
+        r_.prefix_hit_tokens += l.scheduler.prefix_hit_tokens();
+        r_.prefill_tokens += l.scheduler.prefill_tokens();
+        r_.prefix_evictions += l.scheduler.prefix_evictions();
+      }
     for (const RequestState& q : r_.requests)  // our bug, never the user's: a scheduler that stalled
       if (!q.finished()) throw std::logic_error(fmt::format("serve: request {} never finished (a replica's scheduler stalled)", q.request.id));
     sample_until(r_.end_s);
@@ -184,11 +222,11 @@ class Loop {
     if (kind == RouterKind::least_loaded) return load_[from == 0 ? 0 : 1].begin()->second;
     // kv_aware: a replica holding the request's prefix in its cache first, then the most free
     // blocks; free blocks change every iteration, so a scan (O(replicas) an arrival).
-    const auto cached = [&](int k) { return prefix_id >= 0 && replicas_[std::size_t(k)].scheduler.has_prefix(prefix_id); };
+    const auto cached = [&](int k) { return prefix_id >= 0 && replicas_[std::size_t(k)].has_prefix(prefix_id); };
     int best = from;
     for (int k = from + 1; k < to; ++k) {
-      const ReplicaScheduler& a = replicas_[std::size_t(k)].scheduler;
-      const ReplicaScheduler& b = replicas_[std::size_t(best)].scheduler;
+      const Replica& a = replicas_[std::size_t(k)];
+      const Replica& b = replicas_[std::size_t(best)];
       if (cached(k) != cached(best)) {
         if (cached(k)) best = k;
         continue;
@@ -198,45 +236,74 @@ class Loop {
     return best;
   }
 
-  /// least_loaded's index: (outstanding requests, replica) per pool, kept as they change.
-  void enqueue(int k, long id) {
+  /// Hands a request to replica k's lane with the fewest requests (vLLM's choice between its
+  /// virtual engines), the first of those tied; returns the lane. least_loaded's index:
+  /// (outstanding requests, replica) per pool, kept as they change.
+  int enqueue(int k, long id) {
     Replica& rep = replicas_[std::size_t(k)];
+    int lane = 0;
+    for (int l = 1; l < int(rep.lanes.size()); ++l)
+      if (rep.lanes[std::size_t(l)].scheduler.outstanding() < rep.lanes[std::size_t(lane)].scheduler.outstanding()) lane = l;
     forget_load(k);
-    rep.scheduler.enqueue(id);
+    rep.lanes[std::size_t(lane)].scheduler.enqueue(id);
     note_load(k);
+    return lane;
+  }
+  void start_if_idle(int k, int lane, Seconds now) {
+    if (!replicas_[std::size_t(k)].lanes[std::size_t(lane)].busy) start(k, lane, now);
   }
   void forget_load(int k) { load_[k < front_end_ ? 0 : 1].erase({load(k), k}); }
   void note_load(int k) { load_[k < front_end_ ? 0 : 1].insert({load(k), k}); }
   /// A replica's requests, queued or running, and those whose KV cache is on its way to it: a
   /// router that counted only the first would send a whole burst of prefills to one decode replica.
-  long load(int k) const { return replicas_[std::size_t(k)].scheduler.outstanding() + inbound_[std::size_t(k)]; }
+  long load(int k) const { return replicas_[std::size_t(k)].outstanding() + inbound_[std::size_t(k)]; }
   void add_inbound(int k, long delta) {
     forget_load(k);
     inbound_[std::size_t(k)] += delta;
     note_load(k);
   }
 
-  void start(int k, Seconds now) {
+  void start(int k, int lane, Seconds now) {
     Replica& rep = replicas_[std::size_t(k)];
-    rep.plan = rep.scheduler.plan(r_.requests);
-    rep.busy = !rep.plan.empty() || rep.plan.swap_out_tokens + rep.plan.swap_in_tokens > 0;
-    if (!rep.busy) return;
-    const BatchShape& shape = rep.plan.shape;
+    Lane& ln = rep.lanes[std::size_t(lane)];
+    ln.plan = ln.scheduler.plan(r_.requests);
+    ln.busy = !ln.plan.empty() || ln.plan.swap_out_tokens + ln.plan.swap_in_tokens > 0;
+    if (!ln.busy) return;
+    const BatchShape& shape = ln.plan.shape;
     ModelCosts& m = models_[std::size_t(rep.model)];
-    Seconds t = shape.tokens() > 0 ? m.cost->time(shape).total_s : 0;
-    if (const long swapped = rep.plan.swap_out_tokens + rep.plan.swap_in_tokens; swapped > 0) {
+    const IterationTime it = shape.tokens() > 0 ? m.cost->time(shape) : IterationTime{};
+    // Before the forward: swap copies over PCIe and the speculative proposer.
+    Seconds before = 0;
+    if (const long swapped = ln.plan.swap_out_tokens + ln.plan.swap_in_tokens; swapped > 0) {
       const Seconds swap = double(swapped) * r_.memory.kv_bytes_per_token / swap_Bps_;
-      t += swap;
+      before += swap;
       r_.swap_s_sum += swap;
       r_.swapped_tokens += swapped;
     }
-    if (shape.decode_requests > 0 && s_.speculative.method != SpeculativeMethod::none) t += proposer_s(m, shape);
-    rep.started_s = now;
+    if (shape.decode_requests > 0 && s_.speculative.method != SpeculativeMethod::none) before += proposer_s(m, shape);
+    ln.started_s = now;
     ++r_.iterations;
-    r_.batch_requests_sum += double(rep.plan.items.size());
+    r_.batch_requests_sum += double(ln.plan.items.size());
     r_.batch_tokens_sum += double(shape.tokens());
-    r_.max_batch_requests = std::max(r_.max_batch_requests, long(rep.plan.items.size()));
-    events_.push({now + t, seq_++, EventKind::iteration_end, k});
+    r_.max_batch_requests = std::max(r_.max_batch_requests, long(ln.plan.items.size()));
+    const Seconds end = rep.stage_free_s.size() == 1 ? now + (it.total_s + before) : through_stages(rep, ln, it, now + before);
+    events_.push({end, seq_++, EventKind::iteration_end, k, lane});
+  }
+
+  /// A batch entering the pipeline at `enter`: each stage takes 1/pp of the layers' work (the
+  /// layers are split evenly, their TP and PP traffic with them), the last the output layer too,
+  /// each once the stage is free. The host's time follows the last stage, or runs beside the stages.
+  Seconds through_stages(Replica& rep, Lane& ln, const IterationTime& it, Seconds enter) {
+    const std::size_t pp = rep.stage_free_s.size();
+    const Seconds layers = (it.linear_s + it.attention_s + it.communication_s) / double(pp);
+    Seconds at = enter;
+    for (std::size_t j = 0; j < pp; ++j) {
+      const Seconds from = std::max(at, rep.stage_free_s[j]);
+      at = from + layers + (j + 1 == pp ? it.logits_s : 0);
+      rep.stage_free_s[j] = at;
+      ln.stages[j] = {from, at};
+    }
+    return s_.host.overlapped ? std::max(at, enter + it.host_s) : at + it.host_s;
   }
 
   /// The speculative proposer's time before the verifying forward (see the header).
@@ -252,12 +319,13 @@ class Loop {
     return k * ((one.linear_s + one.attention_s + one.communication_s) / m.cost->layers() + one.logits_s);
   }
 
-  void finish(int k, Seconds now) {
+  void finish(int k, int lane, Seconds now) {
     Replica& rep = replicas_[std::size_t(k)];
-    const ServeBatch plan = std::move(rep.plan);
-    if (trace_ && trace_->wants(rep.first_gpu, true)) trace_iteration(rep, plan, now);
+    Lane& ln = rep.lanes[std::size_t(lane)];
+    const ServeBatch plan = std::move(ln.plan);
+    if (trace_) trace_iteration(rep, ln, plan, now);
     r_.kv_utilization_time_integral +=
-        (now - rep.started_s) * double(rep.scheduler.total_blocks() - rep.scheduler.free_blocks()) / double(rep.scheduler.total_blocks());
+        (now - ln.started_s) * double(ln.scheduler.total_blocks() - ln.scheduler.free_blocks()) / double(rep.total_blocks());
     const int spec = s_.speculative.tokens;
     auto accepted = [&](long) -> long {
       long a = 0;
@@ -268,7 +336,7 @@ class Loop {
     };
     done_.clear();
     forget_load(k);
-    rep.scheduler.complete(plan, now, r_.requests, accepted, done_);
+    ln.scheduler.complete(plan, now, r_.requests, accepted, done_);
     note_load(k);
     bool started_kv = false;
     for (long id : done_) {
@@ -284,17 +352,21 @@ class Loop {
       started_kv = true;
     }
     if (started_kv) wake_kv();
-    rep.busy = false;
-    if (!rep.scheduler.idle()) start(k, now);
+    ln.busy = false;
+    if (!ln.scheduler.idle()) start(k, lane, now);
   }
 
   /// A wake-up at the next KV shard's end, for the present rates.
   void wake_kv() {
     if (kv_.next_end_s() < std::numeric_limits<double>::infinity())
-      events_.push({kv_.next_end_s(), seq_++, EventKind::kv_wake, kv_.version()});
+      events_.push({kv_.next_end_s(), seq_++, EventKind::kv_wake, kv_.version(), 0});
   }
 
-  void trace_iteration(const Replica& rep, const ServeBatch& plan, Seconds now) {
+  /// One slice per iteration on the replica's first GPU; with batches pipelined, one per stage the
+  /// batch ran on, on that stage's first GPU.
+  void trace_iteration(const Replica& rep, const Lane& ln, const ServeBatch& plan, Seconds now) {
+    const bool pipelined = rep.lanes.size() > 1;
+    if (!pipelined && !trace_->wants(rep.first_gpu, true)) return;
     long prefill = 0, decode = 0;
     for (const ScheduledItem& it : plan.items) (it.decode ? decode : prefill) += it.tokens;
     label_ = fmt::format("{} prefill tokens in {} chunks, {} decode requests", prefill, plan.shape.chunks.size(),
@@ -302,10 +374,19 @@ class Loop {
     TraceRecord rec;
     rec.name = prefill > 0 && decode > 0 ? "mixed" : prefill > 0 ? "prefill" : "decode";
     rec.cat = "serve";
-    rec.start_s = rep.started_s;
-    rec.end_s = now;
     rec.label = label_;
-    trace_->event(rep.first_gpu, -1, rec);
+    if (!pipelined) {
+      rec.start_s = ln.started_s;
+      rec.end_s = now;
+      trace_->event(rep.first_gpu, -1, rec);
+      return;
+    }
+    for (std::size_t j = 0; j < rep.stage_gpus.size(); ++j) {
+      if (!trace_->wants(rep.stage_gpus[j], true)) continue;
+      rec.start_s = ln.stages[j].first;
+      rec.end_s = ln.stages[j].second;
+      trace_->event(rep.stage_gpus[j], -1, rec);
+    }
   }
 
   void sample_until(Seconds now) {
@@ -313,12 +394,13 @@ class Loop {
       ServeSample x;
       x.time_s = next_sample_s_;
       double used = 0, total = 0;
-      for (const Replica& rep : replicas_) {
-        used += double(rep.scheduler.total_blocks() - rep.scheduler.free_blocks());
-        total += double(rep.scheduler.total_blocks());
-        x.running += rep.scheduler.running();
-        x.waiting += rep.scheduler.outstanding() - rep.scheduler.running();
-      }
+      for (const Replica& rep : replicas_)
+        for (const Lane& l : rep.lanes) {
+          used += double(l.scheduler.total_blocks() - l.scheduler.free_blocks());
+          total += double(l.scheduler.total_blocks());
+          x.running += l.scheduler.running();
+          x.waiting += l.scheduler.outstanding() - l.scheduler.running();
+        }
       x.kv_utilization = total > 0 ? used / total : 0;
       r_.series.push_back(x);
       next_sample_s_ += interval_s_;

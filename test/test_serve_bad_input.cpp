@@ -49,6 +49,12 @@ TEST_CASE("serve: a host time without a unit, an empty host or an unknown host k
   require_one_line_error(test::run_cli("serve " + unknown), "error: " + unknown + ":7: serving.host.launch:", "");
 }
 
+TEST_CASE("serve: more batches in flight than pipeline stages is refused at its field", "[serve]") {
+  const std::string file = serving_file("  parallel: {tp: 4, pp: 2}\n" + kRequests + "  scheduler: {batches_in_flight: 3}\n");
+  require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":7: serving.scheduler.batches_in_flight:",
+                         "expected an integer from 1 to 2 batches, at most one a pipeline stage (pp 2), got '3'");
+}
+
 TEST_CASE("serve: an SLO without a unit is refused at its field", "[serve]") {
   const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  slo: {ttft: 500, tpot: 50ms}\n");
   require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":7: serving.slo.ttft:", "expected a duration with its unit (s, ms or us)");

@@ -84,7 +84,8 @@ nlohmann::ordered_json config_json(const ServingSpec& s) {
        {{"max_batch_tokens", s.scheduler.max_batch_tokens}, {"max_batch_requests", s.scheduler.max_batch_requests},
         {"chunked_prefill", s.scheduler.chunked_prefill},
         {"priority", s.scheduler.priority == SchedulePriority::decode ? "decode" : "prefill"},
-        {"preemption", s.scheduler.preemption == PreemptionMode::swap ? "swap" : "recompute"}}},
+        {"preemption", s.scheduler.preemption == PreemptionMode::swap ? "swap" : "recompute"},
+        {"batches_in_flight", s.scheduler.batches_in_flight}}},
       {"router", to_string(s.router)}, {"requests", requests}};
   if (s.slo.declared) j["slo"] = {{"ttft_s", s.slo.ttft_s}, {"tpot_s", s.slo.tpot_s}};
   if (s.disaggregation.enabled)
@@ -157,9 +158,10 @@ std::string ms(Seconds s) { return fmt::format("{:.1f} ms", s * 1e3); }
 void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary& m, const ServeCost& c, const CostInputs& in) {
   const double gib = 1024.0 * 1024 * 1024;
   const bool one_model = r.memory_by_gpu.size() == 1;
-  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}, {})\n", s.name, s.model.name,
+  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}{}, {})\n", s.name, s.model.name,
                            s.precision, s.replicas, s.parallel.tp, s.parallel.pp,
                            s.parallel.ep > 1 ? fmt::format(" ep {}", s.parallel.ep) : "",
+                           s.parallel.pp > 1 ? fmt::format(" ({} batch{} in flight)", s.scheduler.batches_in_flight, s.scheduler.batches_in_flight > 1 ? "es" : "") : "",
                            one_model ? fmt::format("{} GPUs of {}", s.gpus(), r.memory_by_gpu.front().first) : s.gpus_text());
   if (s.disaggregation.enabled) {
     const DisaggregationSpec& d = s.disaggregation;

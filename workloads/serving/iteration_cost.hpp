@@ -11,8 +11,8 @@
 //    (reading each request's whole KV cache: memory-bound);
 //  - TP: two all-reduces of T x hidden x 2 B per layer; an MoE layer with ep > 1 replaces the
 //    second by a dispatch and a combine all-to-all of T x top_k x hidden x 2 B / ep per GPU;
-//  - PP: the stages run one after another (no second batch in flight), with a send of
-//    T x hidden x 2 B between stages;
+//  - PP: every stage's layers, with a send of T x hidden x 2 B between stages (the loop pipelines
+//    batches through the stages: simulator/serve_sim.cpp);
 //  - the output layer over the rows that sample a token;
 //  - the host's time for the batch's requests (HostSpec), after the forward or overlapped with it.
 // Under an 8-bit precision, GEMMs read 1-byte weights. MoE expert GEMMs read the weights of every

@@ -21,7 +21,7 @@ const std::initializer_list<const char*> kServingFields = {"replicas", "parallel
 const std::initializer_list<const char*> kParallelFields = {"tp", "pp", "ep"};
 const std::initializer_list<const char*> kKvFields = {"dtype", "block_tokens", "memory_fraction", "swap_space_GiB", "prefix_caching"};
 const std::initializer_list<const char*> kSchedulerFields = {"max_batch_tokens", "max_batch_requests", "chunked_prefill", "priority",
-                                                             "preemption"};
+                                                             "preemption", "batches_in_flight"};
 const std::initializer_list<const char*> kRequestFields = {"arrival", "rate_per_s", "cv", "duration_s", "prompt_tokens",
                                                            "output_tokens", "seed", "trace", "shared_prefix"};
 const std::initializer_list<const char*> kPrefixFields = {"tokens", "count"};
@@ -98,6 +98,11 @@ void read_scheduler(const YamlField& f, ServingSpec& s) {
     s.scheduler.priority = v->as_choice({"decode", "prefill"}) == "decode" ? SchedulePriority::decode : SchedulePriority::prefill;
   if (auto v = f.find("preemption"))
     s.scheduler.preemption = v->as_choice({"recompute", "swap"}) == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
+  const int pp = s.parallel.pp;
+  s.scheduler.batches_in_flight = pp;
+  if (auto v = f.find("batches_in_flight"))
+    s.scheduler.batches_in_flight = static_cast<int>(
+        v->as_integer_in(1, pp, "batches, at most one a pipeline stage (pp " + std::to_string(pp) + ")"));
 }
 
 void read_requests(const std::filesystem::path& dir, const YamlField& f, ServingSpec& s) {
@@ -253,6 +258,7 @@ ServingSpec load_serving(const std::string& path, const std::vector<std::string>
   else s.parallel_line = sv.line();
   if (auto v = sv.find("kv_cache")) read_kv(*v, s);
   if (auto v = sv.find("scheduler")) read_scheduler(*v, s);
+  else s.scheduler.batches_in_flight = s.parallel.pp;
   if (auto v = sv.find("router"))
     s.router = v->as_choice({"round_robin", "least_loaded", "kv_aware"}) == "round_robin" ? RouterKind::round_robin
                : v->as_string() == "least_loaded"                                        ? RouterKind::least_loaded

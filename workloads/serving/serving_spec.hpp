@@ -49,6 +49,9 @@ struct SchedulerSpec {
   bool chunked_prefill = true;     // Sarathi: a prompt split into chunks within the budget
   SchedulePriority priority = SchedulePriority::decode;
   PreemptionMode preemption = PreemptionMode::recompute;
+  /// Batches a replica runs at once through its pipeline stages, each with its own scheduler over
+  /// its share of the KV blocks (vLLM's virtual engines: pp of them). 1 to pp; unwritten: pp.
+  int batches_in_flight = 0;
 };
 
 enum class RouterKind { round_robin, least_loaded, kv_aware };
