@@ -68,7 +68,7 @@ void check_placement_option_errors(const std::string& scenario, const std::strin
   CHECK(bad.stdout_text.empty());
   CHECK(bad.stderr_text.find(option + ": expected auto, alone or in-place, got 'sometimes'") != std::string::npos);
   for (const std::string& command : {"run " + scenario, "compare " + scenario + " --schedules 1f1b"}) {
-    const CliResult assumed = run_cli(command + " " + option + " alone");
+    const CliResult assumed = run_cli(command + " --fold assume " + option + " alone");
     CHECK(assumed.exit_code == 2);
     CHECK(assumed.stdout_text.empty());
     CHECK(assumed.stderr_text.find(option + ": expected --fold exact, none or all as well: under assume " + what +

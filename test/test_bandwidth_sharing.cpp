@@ -1,5 +1,7 @@
 // How a saturated link splits between its flows (`fabric.sharing`): one share per flow (`equal`, the
 // default) or in inverse proportion to their latencies (`latency`, CM02's), the same on every solver.
+// Runs pass --fold assume: what they test is not the fold (whole-cluster replay has its own tests),
+// and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -99,12 +101,12 @@ TEST_CASE("a command line sets cluster.fabric.sharing to latency or equal, and n
 
 TEST_CASE("run says which bandwidth sharing its times rest on, in text and JSON") {
   const std::string scenario = test::source_path("scenarios/gpt3-175b-a100-1024.yaml");
-  const auto plain = test::run_cli("run " + scenario);
+  const auto plain = test::run_cli("run --fold assume " + scenario);
   REQUIRE(plain.exit_code == 0);
   CHECK_THAT(plain.stdout_text, Catch::Contains("fabric sharing          equal   (one share per flow"));
-  const auto latency = test::run_cli("run " + scenario + " --set cluster.fabric.sharing=latency");
+  const auto latency = test::run_cli("run --fold assume " + scenario + " --set cluster.fabric.sharing=latency");
   REQUIRE(latency.exit_code == 0);
   CHECK_THAT(latency.stdout_text, Catch::Contains("fabric sharing          latency (a full link split"));
-  CHECK(test::cli_json("run " + scenario)["config"]["fabric_sharing"] == "equal");
-  CHECK(test::cli_json("run " + scenario + " --set cluster.fabric.sharing=latency")["config"]["fabric_sharing"] == "latency");
+  CHECK(test::cli_json("run --fold assume " + scenario)["config"]["fabric_sharing"] == "equal");
+  CHECK(test::cli_json("run --fold assume " + scenario + " --set cluster.fabric.sharing=latency")["config"]["fabric_sharing"] == "latency");
 }

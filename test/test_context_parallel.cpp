@@ -1,6 +1,8 @@
 // Context parallelism: each rank computes 1/cp of every sequence; ring attention hides its K/V
 // transfers under the attention compute of each step (closed form), all-gather CP blocks on a
 // collective; activations shrink by cp; and the scenario errors.
+// Runs pass --fold assume: what they test is not the fold (whole-cluster replay has its own tests),
+// and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -80,8 +82,8 @@ TEST_CASE("context parallelism gives each rank 1/cp of a layer's gemm and attent
 }
 
 TEST_CASE("llama 3 405b at 131k tokens with cp 16: ring attention hides its transfers and all-gather cp does not") {
-  const nlohmann::json gather = test::cli_json("run " + kLlamaRun);
-  const nlohmann::json ring = test::cli_json("run " + kLlamaRun + " --set parallel.cp_comm=p2p");
+  const nlohmann::json gather = test::cli_json("run --fold assume " + kLlamaRun);
+  const nlohmann::json ring = test::cli_json("run --fold assume " + kLlamaRun + " --set parallel.cp_comm=p2p");
   const auto& g = gather["stages"][4]["time_s"];
   const auto& r = ring["stages"][4]["time_s"];
   CHECK(g["cp_exposed"].get<double>() > 0);
@@ -92,8 +94,8 @@ TEST_CASE("llama 3 405b at 131k tokens with cp 16: ring attention hides its tran
 
 TEST_CASE("context parallelism divides each rank's activations by cp") {
   // cp 16 against cp 8 on half the GPUs: the same microbatches, twice the tokens per rank.
-  const nlohmann::json cp16 = test::cli_json("run " + kLlamaRun);
-  const nlohmann::json cp8 = test::cli_json("run " + kLlamaRun + " --set gpus=8192 --set parallel.cp=8");
+  const nlohmann::json cp16 = test::cli_json("run --fold assume " + kLlamaRun);
+  const nlohmann::json cp8 = test::cli_json("run --fold assume " + kLlamaRun + " --set gpus=8192 --set parallel.cp=8");
   for (int stage : {0, 7, 15}) {
     INFO("stage " << stage);
     CHECK(cp8["stages"][stage]["memory_bytes"]["activations"].get<double>() ==
@@ -104,14 +106,14 @@ TEST_CASE("context parallelism divides each rank's activations by cp") {
 TEST_CASE("cp that does not cut the sequence into 2 x cp chunks is an error at parallel.cp") {
   const std::string dense = source_path("scenarios/gpt3-175b-h100-pp16.yaml");
   // 2048 tokens, cp 3 (tp 8 x cp 3 x pp 16 x dp 1 = 384 GPUs).
-  const auto r = run_cli("run " + dense + " --set gpus=384 --set parallel.cp=3 --set parallel.dp=1 --set global_batch=64");
+  const auto r = run_cli("run --fold assume " + dense + " --set gpus=384 --set parallel.cp=3 --set parallel.dp=1 --set global_batch=64");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.cp: expected 2 x cp (6) to divide the sequence length 2048"));
 }
 
 TEST_CASE("tp x cp x pp x dp must equal the gpus") {
   // dp given as well: nothing is derived (with cp alone, dp would be derived as 16384 / (8 x 8 x 16)).
-  const auto r = run_cli("run " + kLlama + " --set parallel.cp=8 --set parallel.dp=8");
+  const auto r = run_cli("run --fold assume " + kLlama + " --set parallel.cp=8 --set parallel.dp=8");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": parallel: expected tp x cp x pp x dp to equal gpus (16384), got 8 x 8 x 16 x 8 = 8192"));
 }

@@ -1,6 +1,8 @@
 // MoE layers in training iterations: expert FLOPs under uniform routing, expert-parallel all-to-all
 // and imbalance in the breakdown, DeepEP against the plain all-to-all, expert state sharded over the
 // expert replicas, and the scenario errors of expert parallelism.
+// Runs pass --fold assume: what they test is not the fold (whole-cluster replay has its own tests),
+// and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -65,8 +67,8 @@ TEST_CASE("zero-1 shards dense optimizer state over dp and expert state over the
 }
 
 TEST_CASE("deepseek-v3 on 2048 h800s shows expert all-to-all time and imbalance only when routing is skewed") {
-  const nlohmann::json uniform = test::cli_json("run " + kDeepSeek);
-  const nlohmann::json skewed = test::cli_json("run " + kDeepSeek + " --set moe.routing=skewed --set moe.hot_factor=3");
+  const nlohmann::json uniform = test::cli_json("run --fold assume " + kDeepSeek);
+  const nlohmann::json skewed = test::cli_json("run --fold assume " + kDeepSeek + " --set moe.routing=skewed --set moe.hot_factor=3");
   const auto& mid_u = uniform["stages"][4]["time_s"];
   const auto& mid_s = skewed["stages"][4]["time_s"];
   CHECK(mid_u["ep_exposed"].get<double>() > 0);
@@ -80,15 +82,15 @@ TEST_CASE("deepseek-v3 on 2048 h800s shows expert all-to-all time and imbalance 
 }
 
 TEST_CASE("deepep dispatch exposes less all-to-all time than the plain all-to-all on deepseek-v3") {
-  const nlohmann::json deepep = test::cli_json("run " + kDeepSeek);
-  const nlohmann::json plain = test::cli_json("run " + kDeepSeek + " --set moe.dispatch=all_to_all");
+  const nlohmann::json deepep = test::cli_json("run --fold assume " + kDeepSeek);
+  const nlohmann::json plain = test::cli_json("run --fold assume " + kDeepSeek + " --set moe.dispatch=all_to_all");
   CHECK(deepep["stages"][4]["time_s"]["ep_exposed"].get<double>() <
         plain["stages"][4]["time_s"]["ep_exposed"].get<double>());
   CHECK(deepep["iteration_s"].get<double>() < plain["iteration_s"].get<double>());
 }
 
 TEST_CASE("seeded random routing gives the same iteration every time and another seed another") {
-  const std::string args = "run " + kDeepSeek + " --set moe.routing=random --set moe.hot_factor=2";
+  const std::string args = "run --fold assume " + kDeepSeek + " --set moe.routing=random --set moe.hot_factor=2";
   const auto a = run_cli(args + " --set moe.seed=1"), b = run_cli(args + " --set moe.seed=1"),
              c = run_cli(args + " --set moe.seed=2");
   REQUIRE(a.exit_code == 0);
@@ -99,43 +101,43 @@ TEST_CASE("seeded random routing gives the same iteration every time and another
 TEST_CASE("ep not dividing the expert count is an error at parallel.ep") {
   // 8 experts; dp 12 takes ep 3, which cannot split them.
   const std::string file = mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 3}", 96);
-  const auto r = run_cli("run " + file);
+  const auto r = run_cli("run --fold assume " + file);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(file + ":") && Catch::Contains(": parallel.ep: expected a divisor of the 8 routed experts"));
 }
 
 TEST_CASE("ep not dividing dp is an error at parallel.ep") {
   const std::string file = mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 8}", 96);
-  const auto r = run_cli("run " + file);
+  const auto r = run_cli("run --fold assume " + file);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.ep: expected ep to divide dp (12)"));
 }
 
 TEST_CASE("node-limited routing to more nodes than ep spans is an error at parallel.ep") {
   // DeepSeek-V3 routes a token to at most 4 nodes; ep 8 with tp 1 is one node of 8 GPUs.
-  const auto r = run_cli("run " + kDeepSeek + " --set parallel.ep=8");
+  const auto r = run_cli("run --fold assume " + kDeepSeek + " --set parallel.ep=8");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.ep: expected the 8 expert-parallel ranks to span at least the 4 nodes"));
 }
 
 TEST_CASE("expert parallelism on a dense model and a moe block for it are errors") {
   const std::string dense = source_path("scenarios/gpt3-175b-h100-pp16.yaml");
-  const auto ep = run_cli("run " + dense + " --set parallel.ep=2");
+  const auto ep = run_cli("run --fold assume " + dense + " --set parallel.ep=2");
   CHECK(ep.exit_code == 2);
   CHECK_THAT(ep.stderr_text, Catch::Contains(": parallel.ep: expected 1: gpt3-175b"));
-  const auto block = run_cli("run " + dense + " --set moe.routing=skewed");
+  const auto block = run_cli("run --fold assume " + dense + " --set moe.routing=skewed");
   CHECK(block.exit_code == 2);
   CHECK_THAT(block.stderr_text, Catch::Contains(": moe: expected no moe block: gpt3-175b"));
 }
 
 TEST_CASE("a stage_layers list that does not add up to the layers is an error at it") {
   const std::string file = mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 4, stage_layers: [4, 4, 4, 4, 4, 4, 4, 3]}", 96);
-  const auto r = run_cli("run " + file);
+  const auto r = run_cli("run --fold assume " + file);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": parallel.stage_layers: expected 8 layer counts") &&
                                 Catch::Contains("adding up to the 32 layers of mixtral-8x7b; got 8 adding up to 31"));
   // Memory is not the point here (32K-token sequences): --allow-oom.
-  CHECK(run_cli("run " + mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 4, stage_layers: [3, 4, 4, 4, 4, 4, 4, 5]}", 96) +
+  CHECK(run_cli("run --fold assume " + mixtral_scenario("{tp: 1, pp: 8, dp: 12, ep: 4, stage_layers: [3, 4, 4, 4, 4, 4, 4, 5]}", 96) +
                 " --allow-oom")
             .exit_code == 0);
 }
@@ -144,8 +146,8 @@ TEST_CASE("a capacity factor caps the busiest experts and with it the imbalance"
   // Skewed routing: expert 0 gets 3x the mean. Capacity 1.0 drops what exceeds an expert's share.
   const std::string capped = temp_file(test::shipped_with("scenarios/models/deepseek-v3.yaml", "dropless: true", "capacity_factor: 1.0"));
   const std::string skew = " --set moe.routing=skewed --set moe.hot_factor=3";
-  const nlohmann::json dropless = test::cli_json("run " + kDeepSeek + skew);
-  const nlohmann::json dropping = test::cli_json("run " + kDeepSeek + skew + " --set model=" + capped);
+  const nlohmann::json dropless = test::cli_json("run --fold assume " + kDeepSeek + skew);
+  const nlohmann::json dropping = test::cli_json("run --fold assume " + kDeepSeek + skew + " --set model=" + capped);
   const auto imbalance = [](const nlohmann::json& j) { return j["stages"][4]["time_s"]["expert_imbalance"].get<double>(); };
   CHECK(imbalance(dropless) > 0);
   CHECK(imbalance(dropping) < imbalance(dropless));

@@ -1,5 +1,7 @@
 // The distributed optimizer's updated-parameter all-gather, at the end of the iteration or
 // overlapped with the next one's forward (Megatron-Core's overlap_param_gather), and in FP8.
+// Runs pass --fold assume: what they test is not the fold (whole-cluster replay has its own tests),
+// and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
 #include "collectives/collective.hpp"
@@ -71,20 +73,20 @@ TEST_CASE("overlapped, the first forward waits for the first bucket's all-gather
 
 TEST_CASE("overlap_param_gather on an interleaved run hides most of the gather, and the breakdown still adds up") {
   const std::string scenario = source_path("scenarios/deepseek-v3-h800-2048.yaml");
-  const auto at_end = test::cli_json("run " + scenario),
-             overlapped = test::cli_json("run " + scenario + " --set parallel.overlap_param_gather=true");
+  const auto at_end = test::cli_json("run --fold assume " + scenario),
+             overlapped = test::cli_json("run --fold assume " + scenario + " --set parallel.overlap_param_gather=true");
   CHECK(overlapped["iteration_s"].get<double>() < at_end["iteration_s"].get<double>());
   CHECK(overlapped["config"]["overlap_param_gather"] == true);
 }
 
 TEST_CASE("overlap_param_gather and fp8_param_gather where nothing gathers parameters are one line, exit 2") {
   const std::string bf16 = source_path("scenarios/gpt3-175b-a100-1024.yaml");
-  const auto no_optimizer = run_cli("run " + bf16 + " --set parallel.overlap_param_gather=true");
+  const auto no_optimizer = run_cli("run --fold assume " + bf16 + " --set parallel.overlap_param_gather=true");
   CHECK(no_optimizer.exit_code == 2);
   CHECK_THAT(no_optimizer.stderr_text,
              Catch::Contains("parallel.overlap_param_gather: expected true only with the distributed optimizer, ZeRO 1 or 2"));
   CHECK(std::count(no_optimizer.stderr_text.begin(), no_optimizer.stderr_text.end(), '\n') == 1);
-  const auto zero3 = run_cli("run " + bf16 + " --set parallel.distributed_optimizer=true --set parallel.zero_stage=3 --set parallel.overlap_param_gather=true");
+  const auto zero3 = run_cli("run --fold assume " + bf16 + " --set parallel.distributed_optimizer=true --set parallel.zero_stage=3 --set parallel.overlap_param_gather=true");
   CHECK(zero3.exit_code == 2);
   CHECK_THAT(zero3.stderr_text, Catch::Contains("parallel.overlap_param_gather: expected true only with the distributed optimizer"));
 }

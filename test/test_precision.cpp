@@ -1,5 +1,7 @@
 // Training precision: FP8 runs GEMMs at the FP8 peak and dispatches MoE tokens in FP8; a datatype
 // the GPU lacks is an error at the field.
+// Runs pass --fold assume: what they test is not the fold (whole-cluster replay has its own tests),
+// and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -14,20 +16,20 @@ using clustersim::test::run_cli;
 using clustersim::test::source_path;
 
 TEST_CASE("fp8 on an a100 is an error naming what the gpu runs") {
-  const auto r = run_cli("run " + source_path("scenarios/gpt3-175b-a100-1024.yaml") + " --set precision=fp8");
+  const auto r = run_cli("run --fold assume " + source_path("scenarios/gpt3-175b-a100-1024.yaml") + " --set precision=fp8");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(":28: precision: expected a datatype that A100-SXM-80GB runs (bf16, fp16); got 'fp8'"));
 }
 
 TEST_CASE("an mx format on an h100 is an error naming what the gpu runs") {
-  const auto r = run_cli("run " + source_path("scenarios/gpt3-175b-h100-pp16.yaml") + " --set precision=mxfp8");
+  const auto r = run_cli("run --fold assume " + source_path("scenarios/gpt3-175b-h100-pp16.yaml") + " --set precision=mxfp8");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains(": precision: expected a datatype that H100-SXM runs (bf16, fp16, fp8); got 'mxfp8'"));
 }
 
 TEST_CASE("fp8 makes a compute-bound iteration faster than bf16 on the same gpus") {
   const std::string scenario = source_path("scenarios/deepseek-v3-h800-2048.yaml");
-  const auto fp8 = run_cli("run " + scenario), bf16 = run_cli("run " + scenario + " --set precision=bf16");
+  const auto fp8 = run_cli("run --fold assume " + scenario), bf16 = run_cli("run --fold assume " + scenario + " --set precision=bf16");
   REQUIRE(fp8.exit_code == 0);
   REQUIRE(bf16.exit_code == 0);
   auto seconds = [](const std::string& out) {
@@ -122,8 +124,8 @@ TEST_CASE("parallel.grad_reduce_dtype sets the width the gradients are reduced i
   const std::string a100 = source_path("scenarios/gpt3-175b-a100-1024.yaml");
   CHECK(plan_iteration(load_scenario(a100, {"precision=fp16", "parallel.grad_reduce_dtype=fp32"})).gradient_bytes_per_param == 4);
   // Fewer bytes on the same rings: the run is no slower, and its exposed data-parallel time shrinks.
-  const nlohmann::json slow = clustersim::test::cli_json("run " + a100),
-                       fast = clustersim::test::cli_json("run " + a100 + " --set parallel.grad_reduce_dtype=bf16");
+  const nlohmann::json slow = clustersim::test::cli_json("run --fold assume " + a100),
+                       fast = clustersim::test::cli_json("run --fold assume " + a100 + " --set parallel.grad_reduce_dtype=bf16");
   CHECK(fast["iteration_s"].get<double>() <= slow["iteration_s"].get<double>());
   CHECK(fast["stages"][0]["time_s"]["dp_exposed"].get<double>() < slow["stages"][0]["time_s"]["dp_exposed"].get<double>());
   // The gradient buffer is bf16 too: stage 0 holds half the bytes of gradients.
@@ -134,7 +136,7 @@ TEST_CASE("parallel.grad_reduce_dtype sets the width the gradients are reduced i
 }
 
 TEST_CASE("a grad_reduce_dtype that is not fp32, bf16 or fp16 is one line naming the field, exit 2") {
-  const auto r = run_cli("run " + source_path("scenarios/gpt3-175b-a100-1024.yaml") + " --set parallel.grad_reduce_dtype=fp8");
+  const auto r = run_cli("run --fold assume " + source_path("scenarios/gpt3-175b-a100-1024.yaml") + " --set parallel.grad_reduce_dtype=fp8");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.stderr_text, Catch::Contains("parallel.grad_reduce_dtype: expected one of: fp32, bf16, fp16; got 'fp8'"));
   CHECK(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n') == 1);
@@ -151,8 +153,8 @@ TEST_CASE("parallel.fp8_param_gather all-gathers the updated parameters in 1 byt
   CHECK(fp8.parameter_gather_bytes == 1);
   // On the engine: only the gather shrinks, so the run is no slower and its exposed
   // data-parallel time (the gather runs after the optimizer step) is smaller.
-  const auto slow = clustersim::test::cli_json("run " + scenario),
-             fast = clustersim::test::cli_json("run " + scenario + " --set parallel.fp8_param_gather=true");
+  const auto slow = clustersim::test::cli_json("run --fold assume " + scenario),
+             fast = clustersim::test::cli_json("run --fold assume " + scenario + " --set parallel.fp8_param_gather=true");
   CHECK(fast["iteration_s"].get<double>() < slow["iteration_s"].get<double>());
   CHECK(fast["stages"][0]["memory_bytes"]["gradients"] == slow["stages"][0]["memory_bytes"]["gradients"]);
   CHECK(fast["config"]["fp8_param_gather"] == true);
@@ -160,11 +162,11 @@ TEST_CASE("parallel.fp8_param_gather all-gathers the updated parameters in 1 byt
 
 TEST_CASE("fp8_param_gather without an 8-bit precision or without a distributed optimizer is one line, exit 2") {
   const std::string bf16 = source_path("scenarios/gpt3-175b-a100-1024.yaml");
-  const auto no_fp8 = run_cli("run " + bf16 + " --set parallel.distributed_optimizer=true --set parallel.fp8_param_gather=true");
+  const auto no_fp8 = run_cli("run --fold assume " + bf16 + " --set parallel.distributed_optimizer=true --set parallel.fp8_param_gather=true");
   CHECK(no_fp8.exit_code == 2);
   CHECK_THAT(no_fp8.stderr_text, Catch::Contains("parallel.fp8_param_gather: expected true only under an 8-bit precision (fp8 or an MX format), not bf16"));
   CHECK(std::count(no_fp8.stderr_text.begin(), no_fp8.stderr_text.end(), '\n') == 1);
-  const auto no_optimizer = run_cli("run " + source_path("scenarios/deepseek-v3-h800-2048.yaml") +
+  const auto no_optimizer = run_cli("run --fold assume " + source_path("scenarios/deepseek-v3-h800-2048.yaml") +
                                     " --set parallel.distributed_optimizer=false --set parallel.fp8_param_gather=true");
   CHECK(no_optimizer.exit_code == 2);
   CHECK_THAT(no_optimizer.stderr_text, Catch::Contains("parallel.fp8_param_gather: expected true only with the distributed optimizer or ZeRO"));

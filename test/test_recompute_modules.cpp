@@ -2,6 +2,8 @@
 // stops storing, in closed form on a small MLA + MoE model; its recompute time is its own forward
 // ops' time; DeepSeek-V3 on 2048 H800s fits 80 GB with its plan and not without; bad module lists
 // are errors at their line.
+// Runs pass --fold assume: what they test is not the fold (whole-cluster replay has its own tests),
+// and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -172,8 +174,8 @@ TEST_CASE("deepseek-v3 on 2048 h800s fits 80 GB with its recompute plan and not 
   CHECK(selective == Approx(304704));
 
   const std::string scenario = source_path("scenarios/deepseek-v3-h800-2048.yaml");
-  const nlohmann::json with_plan = test::cli_json("run " + scenario);
-  const nlohmann::json with_selective = test::cli_json("run " + scenario + " --set recompute=selective --allow-oom");
+  const nlohmann::json with_plan = test::cli_json("run --fold assume " + scenario);
+  const nlohmann::json with_selective = test::cli_json("run --fold assume " + scenario + " --set recompute=selective --allow-oom");
   const double gib80 = 80.0 * (1ULL << 30);
   for (const auto& stage : with_plan["stages"]) {
     INFO("pipeline rank " << stage["stage"]);
@@ -186,7 +188,7 @@ TEST_CASE("deepseek-v3 on 2048 h800s fits 80 GB with its recompute plan and not 
   CHECK(plan_1["activations"].get<double>() / selective_1["activations"].get<double>() ==
         Approx(plan / selective).epsilon(1e-6));
   CHECK(selective_1["total"].get<double>() > gib80);
-  const auto oom = run_cli("run " + scenario + " --set recompute=selective");
+  const auto oom = run_cli("run --fold assume " + scenario + " --set recompute=selective");
   CHECK(oom.exit_code == 2);
   CHECK_THAT(oom.stderr_text, Catch::Contains("pipeline stage 0 needs"));  // the first that does not fit
 }
@@ -205,7 +207,7 @@ std::string scenario_with(const std::string& shipped, const std::string& from, c
 void require_error(const std::string& text, const std::string& needle, const std::string& field,
                    const std::string& expected) {
   const std::string file = test::temp_file(text);
-  const auto r = run_cli("run " + file);
+  const auto r = run_cli("run --fold assume " + file);
   INFO(r.stderr_text);
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
@@ -243,7 +245,7 @@ TEST_CASE("bad recompute modules are errors at their line") {
   SECTION("deepseek-v3's own plan is accepted and named in the report") {
     const std::string file = test::temp_file(scenario_with("scenarios/deepseek-v3-h800-2048.yaml", kDeepSeekPlan,
                                                            "recompute: {modules: [experts, core_attn]}"));
-    const auto r = run_cli("run " + file + " --allow-oom");
+    const auto r = run_cli("run --fold assume " + file + " --allow-oom");
     INFO(r.stderr_text);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.stdout_text, Catch::Contains("core_attn+experts recompute"));
@@ -258,7 +260,7 @@ TEST_CASE("a bad mtp_depth is an error at its line") {
     const std::string model_file = test::temp_file(text);
     const std::string scenario = test::temp_file(scenario_with("scenarios/deepseek-v3-h800-2048.yaml",
                                                                "model: models/deepseek-v3.yaml", "model: " + model_file));
-    const auto r = run_cli("run " + scenario);
+    const auto r = run_cli("run --fold assume " + scenario);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.stderr_text, Catch::StartsWith("error: " + model_file + ":" +
                                                 std::to_string(test::line_of(text, "mtp_depth")) + ": mtp_depth: expected"));

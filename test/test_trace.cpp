@@ -128,7 +128,7 @@ TEST_CASE("every GPU asked for is traced, a folded one with its class's events, 
   // --fold assume simulates replica 0 alone: GPU 8 (tp 0 of replica 1) folds onto GPU 0, GPU 9
   // (its tp 1) onto GPU 1; GPUs 1-7 run GPU 0's steps in lockstep as TP ranks of its unit, and
   // GPU 0 sends the unit's pipeline transfers and runs TP rank 0's gradient ring for them all.
-  const nlohmann::json trace = run_trace("--trace-ranks 0-1,8-9");
+  const nlohmann::json trace = run_trace("--fold assume --trace-ranks 0-1,8-9");
   std::map<int, std::vector<nlohmann::json>> compute;  // pid -> its compute-track slices
   std::map<std::pair<int, std::string>, std::set<int>> folded_from;  // (pid, thread) -> whose
   const auto named = thread_names(trace);

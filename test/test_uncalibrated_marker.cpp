@@ -1,5 +1,7 @@
 // A run on a GPU whose catalog entry lacks a calibration it falls back on says so, in its text and
 // its JSON, with the catalog's reason; `clustersim list` marks what each GPU lacks.
+// Runs pass --fold assume: what they test is not the fold (whole-cluster replay has its own tests),
+// and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
 #include <sstream>
@@ -30,7 +32,7 @@ const std::string kA100 = "scenarios/validation/korthikanti-22b-full.yaml";  // 
 }  // namespace
 
 TEST_CASE("run on a GPU without an in-training efficiency prints the uncalibrated marker with its reason") {
-  const auto r = run_cli("run " + source_path(kH800));
+  const auto r = run_cli("run --fold assume " + source_path(kH800));
   REQUIRE(r.exit_code == 0);
   const std::string line = line_starting(r.stdout_text, "uncalibrated: ");
   CHECK_THAT(line, StartsWith("uncalibrated: H800-SXM in_training_efficiency (DeepSeek's training profile"));
@@ -38,32 +40,32 @@ TEST_CASE("run on a GPU without an in-training efficiency prints the uncalibrate
 }
 
 TEST_CASE("run on the A100 prints no uncalibrated marker") {
-  const auto r = run_cli("run " + source_path(kA100));
+  const auto r = run_cli("run --fold assume " + source_path(kA100));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.stdout_text, !Contains("uncalibrated"));
 }
 
 TEST_CASE("run's JSON lists each uncalibrated parameter, and none on the A100") {
-  const auto h800 = cli_json("run " + source_path(kH800));
+  const auto h800 = cli_json("run --fold assume " + source_path(kH800));
   REQUIRE(h800["uncalibrated"].size() == 1);
   CHECK(h800["uncalibrated"][0]["gpu"] == "H800-SXM");
   CHECK(h800["uncalibrated"][0]["parameter"] == "in_training_efficiency");
   CHECK(h800["uncalibrated"][0]["using"] == "1, kernels at their benchmark speed");
   CHECK_THAT(h800["uncalibrated"][0]["reason"].get<std::string>(), Contains("112 of 132 SMs"));
-  const auto a100 = cli_json("run " + source_path(kA100));
+  const auto a100 = cli_json("run --fold assume " + source_path(kA100));
   REQUIRE(a100["uncalibrated"].is_array());
   CHECK(a100["uncalibrated"].empty());
 }
 
 TEST_CASE("an MX-format run marks the bf16 GEMM curve it runs on") {
-  const auto r = run_cli("run " + source_path("scenarios/llama3-70b-mi355x-mxfp8.yaml"));
+  const auto r = run_cli("run --fold assume " + source_path("scenarios/llama3-70b-mi355x-mxfp8.yaml"));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.stdout_text, Contains("uncalibrated: MI355X mxfp8 GEMM curve (no mxfp8 GEMM sweep in the catalog; using "
                                      "the bf16 gemm_efficiency at the mxfp8 peak)"));
 }
 
 TEST_CASE("an FP8 run on the H100 uses calibrated curves only and prints no marker") {
-  const auto r = run_cli("run " + source_path("scenarios/gpt3-175b-h100-pp16.yaml") + " --set precision=fp8");
+  const auto r = run_cli("run --fold assume " + source_path("scenarios/gpt3-175b-h100-pp16.yaml") + " --set precision=fp8");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.stdout_text, !Contains("uncalibrated"));
 }

@@ -189,6 +189,20 @@ TEST_CASE("run's TP collectives option takes auto, alone or in-place, and only w
   test::check_placement_option_errors(small_scenario(single_switch_four_nodes()), "--tp-collectives", "TP collectives");
 }
 
+TEST_CASE("run and compare replay every GPU by default: exact, the same time as --fold none, and say so") {
+  const std::string scenario = small_scenario(fat_tree_four_nodes(), "{tp: 4, pp: 2, dp: 4}");
+  const nlohmann::json plain = test::cli_json("run " + scenario), none = test::cli_json("run " + scenario + " --fold none");
+  CHECK(plain["config"]["fold"] == "exact");
+  CHECK(plain["iteration_s"].get<double>() == Approx(none["iteration_s"].get<double>()).epsilon(1e-9));
+  const test::CliResult text = test::run_cli("run " + scenario);
+  CHECK(text.stdout_text.find("assumed identical") == std::string::npos);
+  const test::CliResult assumed = test::run_cli("run " + scenario + " --fold assume");
+  CHECK(assumed.stdout_text.find("assumed identical to replica 0 without proof") != std::string::npos);
+  const test::CliResult compared = test::run_cli("compare " + scenario + " --schedules 1f1b --json -");
+  REQUIRE(compared.exit_code == 0);
+  CHECK(nlohmann::json::parse(compared.stdout_text)["config"]["fold"] == "exact");
+}
+
 TEST_CASE("compare replays every GPU under --fold as run does") {
   const std::string scenario = small_scenario(fat_tree_four_nodes(), "{tp: 4, pp: 2, dp: 4}");
   const nlohmann::json run = test::cli_json("run " + scenario + " --fold exact");

@@ -1,6 +1,8 @@
 // ZeRO stages and FSDP: the sharding formulas (Rajbhandari et al. 2020, section 5: 2 + 2 + K bytes
 // per parameter with mixed precision, here Megatron's 2 + 4 + 12), ZeRO-3's gathered buffers, the
 // per-layer collectives in a real run, and the scenario errors.
+// Runs pass --fold assume: what they test is not the fold (whole-cluster replay has its own tests),
+// and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -49,9 +51,9 @@ TEST_CASE("zero-3 memory is the shards plus the gathered layers, and without res
 }
 
 TEST_CASE("on llama 3 70b zero-3 saves memory and pays in per-layer collectives") {
-  const nlohmann::json z1 = test::cli_json("run " + kLlama), z2 = test::cli_json("run " + kLlama + " --set parallel.zero_stage=2"),
-                       z3 = test::cli_json("run " + kLlama + " --set parallel.zero_stage=3"),
-                       kept = test::cli_json("run " + kLlama + " --set parallel.zero_stage=3 --set parallel.reshard_after_forward=false");
+  const nlohmann::json z1 = test::cli_json("run --fold assume " + kLlama), z2 = test::cli_json("run --fold assume " + kLlama + " --set parallel.zero_stage=2"),
+                       z3 = test::cli_json("run --fold assume " + kLlama + " --set parallel.zero_stage=3"),
+                       kept = test::cli_json("run --fold assume " + kLlama + " --set parallel.zero_stage=3 --set parallel.reshard_after_forward=false");
   const auto mem = [](const nlohmann::json& j, const char* what) { return j["stages"][0]["memory_bytes"][what].get<double>(); };
   CHECK(mem(z2, "gradients") == Approx(mem(z1, "gradients") / 32).epsilon(1e-6));
   CHECK(mem(z3, "weights") < mem(z1, "weights") / 4);
@@ -66,16 +68,16 @@ TEST_CASE("on llama 3 70b zero-3 saves memory and pays in per-layer collectives"
 }
 
 TEST_CASE("zero stage errors name the field") {
-  const auto four = run_cli("run " + kLlama + " --set parallel.zero_stage=4");
+  const auto four = run_cli("run --fold assume " + kLlama + " --set parallel.zero_stage=4");
   CHECK(four.exit_code == 2);
   CHECK_THAT(four.stderr_text, Catch::Contains(": parallel.zero_stage: expected a ZeRO stage, 0 to 3"));
-  const auto conflict = run_cli("run " + kLlama + " --set parallel.zero_stage=0");
+  const auto conflict = run_cli("run --fold assume " + kLlama + " --set parallel.zero_stage=0");
   CHECK(conflict.exit_code == 2);
   CHECK_THAT(conflict.stderr_text, Catch::Contains(": parallel.zero_stage: expected a stage that agrees with distributed_optimizer: true"));
-  const auto reshard = run_cli("run " + kLlama + " --set parallel.reshard_after_forward=false");
+  const auto reshard = run_cli("run --fold assume " + kLlama + " --set parallel.reshard_after_forward=false");
   CHECK(reshard.exit_code == 2);
   CHECK_THAT(reshard.stderr_text, Catch::Contains(": parallel.reshard_after_forward: expected only with zero_stage 3"));
-  const auto serial = run_cli("run " + kLlama + " --set parallel.zero_stage=2 --set parallel.overlap_grad_reduce=false");
+  const auto serial = run_cli("run --fold assume " + kLlama + " --set parallel.zero_stage=2 --set parallel.overlap_grad_reduce=false");
   CHECK(serial.exit_code == 2);
   CHECK_THAT(serial.stderr_text, Catch::Contains(": parallel.overlap_grad_reduce: expected true with zero_stage 2"));
 }

@@ -25,7 +25,7 @@ struct CompareOptions {
   std::vector<std::string> schedules, overrides;
   std::string json, csv, svg, kernels, report, catalog, topology_level;
   bool allow_oom = false;
-  std::string fold = "assume", tp_collectives = "auto", cp_exchanges = "auto", ep_all_to_alls = "auto",
+  std::string fold = "exact", tp_collectives = "auto", cp_exchanges = "auto", ep_all_to_alls = "auto",
               zero_collectives = "auto";
 
   /// Where TP collectives, CP exchanges, MoE all-to-alls and ZeRO's collectives run, as in run (errors
@@ -153,8 +153,8 @@ void add_compare_command(CLI::App& app) {
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
       ->disable_flag_override();
   cmd->add_option("--fold", o->fold,
-                  "data-parallel replicas simulated once for several, as in run: assume (the default), exact, "
-                  "none, all");
+                  "data-parallel replicas simulated once for several, as in run: exact (the default), none, all, "
+                  "assume");
   cmd->add_option("--tp-collectives", o->tp_collectives, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->add_option("--cp-exchanges", o->cp_exchanges, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->add_option("--ep-all-to-alls", o->ep_all_to_alls, "with --fold exact, none or all, as in run: auto, alone, in-place");

@@ -29,7 +29,7 @@ struct RunOptions {
   std::vector<std::string> overrides;
   std::string json, csv, trace, trace_ranks, kernels, report, topology_level;
   bool allow_oom = false;
-  std::string fold = "assume";
+  std::string fold = "exact";
   std::string solver = "fluid";
   std::string tp_collectives = "auto";
   std::string cp_exchanges = "auto";
@@ -275,8 +275,8 @@ void add_run_command(CLI::App& app) {
                   "draw the scenario's variability K times (seeds variability.seed, +1, ...) and report the "
                   "iteration time's mean, p50 and p99 over the draws (default 1)");
   CLI::Option* fold_option = cmd->add_option("--fold", o->fold,
-                  "data-parallel replicas simulated once for several: assume (replica 0 alone, unproven; the "
-                  "default), exact (where provably exact), none, all (an error unless every replica folds exactly)");
+                  "data-parallel replicas simulated once for several: exact (where provably exact; the default), "
+                  "none, all (an error unless every replica folds exactly), assume (replica 0 alone, unproven: fast)");
   cmd->add_option("--tp-collectives", o->tp_collectives,
                   "with --fold exact, none or all: auto (alone where provably exact, else in place among the other "
                   "traffic; the default), alone, in-place");
