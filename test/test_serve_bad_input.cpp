@@ -49,6 +49,25 @@ TEST_CASE("serve: a host time without a unit, an empty host or an unknown host k
   require_one_line_error(test::run_cli("serve " + unknown), "error: " + unknown + ":7: serving.host.launch:", "");
 }
 
+TEST_CASE("serve: a trace's prefix columns: both or neither, no longer than the prompt, one length a prefix", "[serve]") {
+  const auto with_trace = [&](const std::string& rows) {
+    const std::string trace = test::temp_file(rows, ".csv");
+    return std::make_pair(trace, serving_file("  parallel: {tp: 8}\n  requests: {arrival: trace, trace: " + trace + "}\n"));
+  };
+  const auto [t1, f1] = with_trace("arrival_s,prompt_tokens,output_tokens,prefix_id\n0,100,10,3\n");
+  require_one_line_error(test::run_cli("serve " + f1), "error: " + t1 + ":1: header:", "expected prefix_id and prefix_tokens together, or neither");
+  const auto [t2, f2] = with_trace("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,100,10,3,\n");
+  require_one_line_error(test::run_cli("serve " + f2), "error: " + t2 + ":2: prefix_tokens:", "expected prefix_id and prefix_tokens together, or neither");
+  const auto [t3, f3] = with_trace("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,100,10,3,200\n");
+  require_one_line_error(test::run_cli("serve " + f3), "error: " + t3 + ":2: prefix_tokens:",
+                         "expected an integer from 1 to the prompt's 100 tokens, got '200'");
+  const auto [t4, f4] = with_trace("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,100,10,3,50\n1,100,10,3,60\n");
+  require_one_line_error(test::run_cli("serve " + f4), "error: " + t4 + ":3: prefix_tokens:",
+                         "expected prefix 3's 50 tokens, as line 2 gives it; got 60");
+  const auto [t5, f5] = with_trace("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,100,10,-1,50\n");
+  require_one_line_error(test::run_cli("serve " + f5), "error: " + t5 + ":2: prefix_id:", "expected an integer from 0 to 1e9, got '-1'");
+}
+
 TEST_CASE("serve: more batches in flight than pipeline stages is refused at its field", "[serve]") {
   const std::string file = serving_file("  parallel: {tp: 4, pp: 2}\n" + kRequests + "  scheduler: {batches_in_flight: 3}\n");
   require_one_line_error(test::run_cli("serve " + file), "error: " + file + ":7: serving.scheduler.batches_in_flight:",

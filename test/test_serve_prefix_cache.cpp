@@ -47,6 +47,38 @@ TEST_CASE("prefix caching: every request after the first finds its 1,024-token p
   CHECK(m.ttft.mean_s < 0.75 * without.ttft.mean_s);
 }
 
+TEST_CASE("prefix caching from a trace: rows naming one prefix reuse its blocks, rows without one compute all", "[serve]") {
+  // Three prompts of 3,000 tokens starting with prefix 7 (1,000 tokens: 62 full blocks of 16, 992
+  // tokens), one with prefix 9 of 500 (31 blocks, 496), and one without, 10 s apart.
+  const std::string csv = test::temp_file(
+      "arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,3000,4,7,1000\n10,3000,4,7,1000\n20,3000,4,,\n"
+      "30,3000,4,7,1000\n40,2000,4,9,500\n",
+      ".csv");
+  const std::string file = test::temp_file("name: prefixed\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                                           "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
+                                           "\nserving:\n  parallel: {tp: 8}\n  kv_cache: {prefix_caching: true}\n"
+                                           "  requests: {arrival: trace, trace: " + csv + "}\n");
+  const ServingSpec s = load_serving(file);
+  const ServeResult r = simulate_serving(s);
+  REQUIRE(r.requests.size() == 5);
+  CHECK(r.requests[0].request.prefix_id == 7);
+  CHECK(r.requests[2].request.prefix_id == -1);
+  CHECK(r.requests[4].request.prefix_tokens == 500);
+  // The second and fourth rows find prefix 7's full blocks; prefix 9 is read once, so never hit.
+  CHECK(r.prefix_hit_tokens == 2 * 992);
+  CHECK(r.prefill_tokens == 4 * 3000 + 2000 - 2 * 992);
+  // The same rows as JSON Lines give the same run.
+  const std::string jsonl = test::temp_file(
+      "{\"arrival_s\": 0, \"prompt_tokens\": 3000, \"output_tokens\": 4, \"prefix_id\": 7, \"prefix_tokens\": 1000}\n"
+      "{\"arrival_s\": 10, \"prompt_tokens\": 3000, \"output_tokens\": 4, \"prefix_id\": 7, \"prefix_tokens\": 1000}\n",
+      ".jsonl");
+  const std::string file2 = test::temp_file("name: prefixed\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                                            "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
+                                            "\nserving:\n  parallel: {tp: 8}\n  kv_cache: {prefix_caching: true}\n"
+                                            "  requests: {arrival: trace, trace: " + jsonl + "}\n");
+  CHECK(simulate_serving(load_serving(file2)).prefix_hit_tokens == 992);
+}
+
 TEST_CASE("prefix caching: cached prefixes nobody reads are evicted when blocks run out, and every request finishes", "[serve]") {
   // About 1,780 blocks a GPU (test_serve's squeeze) against prefixes of 64 blocks, nearly all distinct.
   const ServingSpec s = tp8({"serving.kv_cache.memory_fraction=0.22", "serving.requests.rate_per_s=10", "serving.requests.duration_s=30",

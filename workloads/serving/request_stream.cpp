@@ -69,15 +69,18 @@ double trace_number(const std::string& text, const std::string& name, int line, 
 }  // namespace
 
 std::vector<Request> parse_request_trace(const std::string& text, const std::string& name, bool jsonl) {
-  static const char* kCols[] = {"arrival_s", "prompt_tokens", "output_tokens"};
+  // The three required columns, then the optional pair naming a shared prefix.
+  static const char* kCols[] = {"arrival_s", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens"};
   std::vector<Request> out;
   std::map<std::string, std::size_t> index;
+  std::map<long, std::pair<long, int>> prefix_seen;  // prefix id -> (its tokens, the line that first gave them)
+  bool prefixed = false;  // CSV: the header names the prefix columns
   std::stringstream in(text);
   std::string raw;
   for (int line = 1; std::getline(in, raw); ++line) {
     const std::string content = trim(raw);
     if (content.empty() || content.front() == '#') continue;
-    std::string fields[3];
+    std::string fields[5];
     if (jsonl) {
       nlohmann::json j;
       try {
@@ -91,15 +94,25 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
           throw UserError(name, line, kCols[c], "expected a number for \"" + std::string(kCols[c]) + "\"");
         fields[c] = j[kCols[c]].dump();
       }
+      if (j.contains(kCols[3]) != j.contains(kCols[4]))
+        throw UserError(name, line, j.contains(kCols[3]) ? kCols[4] : kCols[3], "expected prefix_id and prefix_tokens together, or neither");
+      for (int c = 3; c < 5; ++c)
+        if (j.contains(kCols[c])) {
+          if (!j[kCols[c]].is_number()) throw UserError(name, line, kCols[c], "expected a number for \"" + std::string(kCols[c]) + "\"");
+          fields[c] = j[kCols[c]].dump();
+        }
     } else {
       std::vector<std::string> cells;
       std::stringstream cs(content);
       for (std::string cell; std::getline(cs, cell, ',');) cells.push_back(trim(cell));
       if (index.empty()) {
         for (std::size_t i = 0; i < cells.size(); ++i) index.emplace(cells[i], i);
-        for (const char* c : kCols)
-          if (!index.count(c))
+        for (int c = 0; c < 3; ++c)
+          if (!index.count(kCols[c]))
             throw UserError(name, line, "header", "expected a header naming arrival_s, prompt_tokens and output_tokens");
+        if (index.count(kCols[3]) != index.count(kCols[4]))
+          throw UserError(name, line, "header", "expected prefix_id and prefix_tokens together, or neither");
+        prefixed = index.count(kCols[3]) > 0;
         continue;
       }
       for (int c = 0; c < 3; ++c) {
@@ -109,12 +122,28 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
                                                     std::to_string(cells.size()));
         fields[c] = cells[i];
       }
+      // A row without a shared prefix leaves both cells empty (or the line ends before them).
+      for (int c = 3; prefixed && c < 5; ++c)
+        if (const std::size_t i = index.at(kCols[c]); i < cells.size()) fields[c] = cells[i];
+      if (fields[3].empty() != fields[4].empty())
+        throw UserError(name, line, fields[3].empty() ? kCols[3] : kCols[4], "expected prefix_id and prefix_tokens together, or neither");
     }
     Request r;
     r.line = line;
     r.arrival_s = trace_number(fields[0], name, line, kCols[0], 0, 1e7, false, "seconds from 0 to 1e7");
     r.prompt_tokens = long(trace_number(fields[1], name, line, kCols[1], 1, double(kMaxTokens), true, "an integer from 1 to 16777216 tokens"));
     r.output_tokens = long(trace_number(fields[2], name, line, kCols[2], 1, double(kMaxTokens), true, "an integer from 1 to 16777216 tokens"));
+    if (!fields[3].empty()) {
+      r.prefix_id = int(trace_number(fields[3], name, line, kCols[3], 0, 1e9, true, "an integer from 0 to 1e9"));
+      r.prefix_tokens = long(trace_number(fields[4], name, line, kCols[4], 1, double(r.prompt_tokens), true,
+                                          ("an integer from 1 to the prompt's " + std::to_string(r.prompt_tokens) + " tokens").c_str()));
+      // One prefix is one token sequence: every row naming it gives it the same length.
+      const auto [seen, fresh] = prefix_seen.emplace(r.prefix_id, std::make_pair(r.prefix_tokens, line));
+      if (!fresh && seen->second.first != r.prefix_tokens)
+        throw UserError(name, line, kCols[4],
+                        "expected prefix " + std::to_string(r.prefix_id) + "'s " + std::to_string(seen->second.first) +
+                            " tokens, as line " + std::to_string(seen->second.second) + " gives it; got " + fields[4]);
+    }
     out.push_back(r);
   }
   if (out.empty()) throw UserError(name, 0, jsonl ? "line" : "header", "expected at least one request in the trace");

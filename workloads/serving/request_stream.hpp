@@ -29,8 +29,11 @@ struct Request {
 std::vector<Request> request_stream(const RequestStreamSpec& spec);
 
 /// A trace: CSV with a header naming arrival_s, prompt_tokens and output_tokens (any order, other
-/// columns ignored), or JSON Lines with those keys (a file ending .jsonl). Blank lines and lines
-/// starting with '#' are skipped. A bad line is a UserError naming the file and the line.
+/// columns ignored), or JSON Lines with those keys (a file ending .jsonl). Optionally prefix_id and
+/// prefix_tokens: the prompt starts with that shared prefix (its tokens part of prompt_tokens, the
+/// same for every row that names it), what prefix caching reuses; a row without one leaves both
+/// empty. Blank lines and lines starting with '#' are skipped. A bad line is a UserError naming the
+/// file and the line.
 std::vector<Request> parse_request_trace(const std::string& text, const std::string& name, bool jsonl);
 
 /// splitmix64 (Steele et al. 2014): the generator behind every draw of a serving run.
