@@ -70,6 +70,11 @@ TEST_CASE("validate prints the row with its error and the mean and max") {
   const double predicted = std::stod(m[1]), error = std::stod(m[2]);
   CHECK(error == Approx(100 * (predicted - 1.42) / 1.42).margin(0.1));
   CHECK_THAT(r.stdout_text, Catch::Contains("mean |error|") && Catch::Contains("over 1 rows"));
+  // Unlike run, validate folds replicas without proof unless asked, and says so first.
+  CHECK(r.stdout_text.rfind("# replicas: assume (replica 0 simulated for all, unproven; --fold exact replays every GPU)\n", 0) == 0);
+  const auto exact = test::run_cli("validate --rows " + test::source_path("scenarios/validation/published.yaml") +
+                                   " --only korthikanti-22b-full --fold exact");
+  CHECK(exact.stdout_text.rfind("# replicas: exact (every GPU's traffic on the fabric)\n", 0) == 0);
 }
 
 TEST_CASE("over every row of both tables the mean error is at most 5% and the largest at most 10%") {

@@ -179,8 +179,8 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--csv", *csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
   auto fold = std::make_shared<std::string>("assume");
   cmd->add_option("--fold", *fold,
-                  "how each row's data-parallel replicas fold, as in run: assume (the default), exact (every GPU's "
-                  "traffic on the fabric, folded where provably exact), none or all");
+                  "how each row's data-parallel replicas fold, as in run: assume (the default here, unlike run: "
+                  "fast), exact (every GPU's traffic on the fabric, folded where provably exact), none or all");
   cmd->callback([files, only, sets, json, csv, renamed, fold] {
     if (!renamed->empty())
       throw UserError("command line", 0, "--set",
@@ -215,6 +215,10 @@ void add_validate_command(CLI::App& app) {
     check_csv_path(*csv, *json);
     // With --json - the table is left out, so stdout is the one document.
     std::ostringstream table;
+    // run replays every GPU by default and validate does not, so the table says which it did.
+    table << (fold_mode == FoldMode::assume
+                  ? "# replicas: assume (replica 0 simulated for all, unproven; --fold exact replays every GPU)\n"
+                  : fmt::format("# replicas: {} (every GPU's traffic on the fabric)\n", to_string(fold_mode)));
     table << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "row", "GPUs", "published", "predicted", "error");
     table << fmt::format("# {:<36} {:>6} {:>10} {:>10} {:>8}\n", "", "", "(s)", "(s)", "(%)");
     nlohmann::ordered_json row_json = nlohmann::ordered_json::array(), set_list = nlohmann::ordered_json::array();
