@@ -203,6 +203,20 @@ TEST_CASE("run and compare replay every GPU by default: exact, the same time as 
   CHECK(nlohmann::json::parse(compared.stdout_text)["config"]["fold"] == "exact");
 }
 
+TEST_CASE("above 4,096 GPUs run and compare fold by assumption unless asked, and say so") {
+  const std::string big = test::source_path("scenarios/validation/mlperf-gpt3-h100/mlperf3.1-nvidia-h100-6144.yaml");
+  CHECK(test::cli_json("run " + big)["config"]["fold"] == "assume");
+  const test::CliResult text = test::run_cli("run " + big);
+  CHECK(text.stdout_text.find("(--fold exact replays it; assume is the default above 4096 GPUs)") != std::string::npos);
+  const test::CliResult compared = test::run_cli("compare " + big + " --schedules 1f1b --json -");
+  REQUIRE(compared.exit_code == 0);
+  CHECK(nlohmann::json::parse(compared.stdout_text)["config"]["fold"] == "assume");
+  // An option that needs every GPU replayed says so there, as under an explicit assume.
+  const test::CliResult placed = test::run_cli("run " + big + " --tp-collectives alone");
+  CHECK(placed.exit_code == 2);
+  CHECK(placed.stderr_text.find("--tp-collectives: expected --fold exact, none or all as well") != std::string::npos);
+}
+
 TEST_CASE("compare replays every GPU under --fold as run does") {
   const std::string scenario = small_scenario(fat_tree_four_nodes(), "{tp: 4, pp: 2, dp: 4}");
   const nlohmann::json run = test::cli_json("run " + scenario + " --fold exact");
