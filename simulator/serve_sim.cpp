@@ -53,8 +53,7 @@ struct Lane {
 struct Replica {
   std::vector<Lane> lanes;
   std::vector<Seconds> stage_free_s;  // when each stage is done with the batches already in it
-  std::vector<int> stage_gpus;        // each stage's first GPU
-  int first_gpu = 0;
+  std::vector<int> stage_gpus;        // each stage's first GPU (the replica's first GPU first)
   int model = 0;  // into the loop's ModelCosts
   SplitMix64 rng;
 
@@ -111,7 +110,7 @@ class Loop {
       const ReplicaRole role = !d.enabled ? ReplicaRole::both : k < d.prefill_replicas ? ReplicaRole::prefill : ReplicaRole::decode;
       const ReplicaMemory& mem = models_[std::size_t(replica_model[std::size_t(k)])].memory;
       const std::vector<int>& gpus = s.placement[std::size_t(k)].gpus;
-      Replica rep{{}, std::vector<Seconds>(std::size_t(pp), 0), {}, gpus.front(), replica_model[std::size_t(k)],
+      Replica rep{{}, std::vector<Seconds>(std::size_t(pp), 0), {}, replica_model[std::size_t(k)],
                   SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1)};
       // The blocks split evenly between the lanes (vLLM divides them between its virtual engines).
       for (int l = 0; l < lanes; ++l)
@@ -366,7 +365,7 @@ class Loop {
   /// batch ran on, on that stage's first GPU.
   void trace_iteration(const Replica& rep, const Lane& ln, const ServeBatch& plan, Seconds now) {
     const bool pipelined = rep.lanes.size() > 1;
-    if (!pipelined && !trace_->wants(rep.first_gpu, true)) return;
+    if (!pipelined && !trace_->wants(rep.stage_gpus.front(), true)) return;
     long prefill = 0, decode = 0;
     for (const ScheduledItem& it : plan.items) (it.decode ? decode : prefill) += it.tokens;
     label_ = fmt::format("{} prefill tokens in {} chunks, {} decode requests", prefill, plan.shape.chunks.size(),
@@ -378,7 +377,7 @@ class Loop {
     if (!pipelined) {
       rec.start_s = ln.started_s;
       rec.end_s = now;
-      trace_->event(rep.first_gpu, -1, rec);
+      trace_->event(rep.stage_gpus.front(), -1, rec);
       return;
     }
     for (std::size_t j = 0; j < rep.stage_gpus.size(); ++j) {

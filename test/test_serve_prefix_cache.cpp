@@ -18,6 +18,14 @@ ServingSpec tp8(std::vector<std::string> sets) {
   return load_serving(source_path("scenarios/serving/llama3-70b-h100-tp8.yaml"), sets);
 }
 
+/// One 8-GPU Llama 3 70B replica with prefix caching, serving the trace file `trace`.
+ServingSpec cached_on_trace(const std::string& trace) {
+  return load_serving(test::temp_file("name: prefixed\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                                      "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
+                                      "\nserving:\n  parallel: {tp: 8}\n  kv_cache: {prefix_caching: true}\n"
+                                      "  requests: {arrival: trace, trace: " + trace + "}\n"));
+}
+
 }  // namespace
 
 TEST_CASE("prefix caching: every request after the first finds its 1,024-token prefix, hit rate (n - 1) 1024 / prompts", "[serve]") {
@@ -54,12 +62,7 @@ TEST_CASE("prefix caching from a trace: rows naming one prefix reuse its blocks,
       "arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,3000,4,7,1000\n10,3000,4,7,1000\n20,3000,4,,\n"
       "30,3000,4,7,1000\n40,2000,4,9,500\n",
       ".csv");
-  const std::string file = test::temp_file("name: prefixed\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
-                                           "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
-                                           "\nserving:\n  parallel: {tp: 8}\n  kv_cache: {prefix_caching: true}\n"
-                                           "  requests: {arrival: trace, trace: " + csv + "}\n");
-  const ServingSpec s = load_serving(file);
-  const ServeResult r = simulate_serving(s);
+  const ServeResult r = simulate_serving(cached_on_trace(csv));
   REQUIRE(r.requests.size() == 5);
   CHECK(r.requests[0].request.prefix_id == 7);
   CHECK(r.requests[2].request.prefix_id == -1);
@@ -67,16 +70,12 @@ TEST_CASE("prefix caching from a trace: rows naming one prefix reuse its blocks,
   // The second and fourth rows find prefix 7's full blocks; prefix 9 is read once, so never hit.
   CHECK(r.prefix_hit_tokens == 2 * 992);
   CHECK(r.prefill_tokens == 4 * 3000 + 2000 - 2 * 992);
-  // The same rows as JSON Lines give the same run.
+  // The first two rows as JSON Lines: the second hits prefix 7 as in the CSV.
   const std::string jsonl = test::temp_file(
       "{\"arrival_s\": 0, \"prompt_tokens\": 3000, \"output_tokens\": 4, \"prefix_id\": 7, \"prefix_tokens\": 1000}\n"
       "{\"arrival_s\": 10, \"prompt_tokens\": 3000, \"output_tokens\": 4, \"prefix_id\": 7, \"prefix_tokens\": 1000}\n",
       ".jsonl");
-  const std::string file2 = test::temp_file("name: prefixed\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
-                                            "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
-                                            "\nserving:\n  parallel: {tp: 8}\n  kv_cache: {prefix_caching: true}\n"
-                                            "  requests: {arrival: trace, trace: " + jsonl + "}\n");
-  CHECK(simulate_serving(load_serving(file2)).prefix_hit_tokens == 992);
+  CHECK(simulate_serving(cached_on_trace(jsonl)).prefix_hit_tokens == 992);
 }
 
 TEST_CASE("prefix caching: cached prefixes nobody reads are evicted when blocks run out, and every request finishes", "[serve]") {

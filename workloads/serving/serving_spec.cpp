@@ -99,7 +99,6 @@ void read_scheduler(const YamlField& f, ServingSpec& s) {
   if (auto v = f.find("preemption"))
     s.scheduler.preemption = v->as_choice({"recompute", "swap"}) == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
   const int pp = s.parallel.pp;
-  s.scheduler.batches_in_flight = pp;
   if (auto v = f.find("batches_in_flight"))
     s.scheduler.batches_in_flight = static_cast<int>(
         v->as_integer_in(1, pp, "batches, at most one a pipeline stage (pp " + std::to_string(pp) + ")"));
@@ -258,7 +257,7 @@ ServingSpec load_serving(const std::string& path, const std::vector<std::string>
   else s.parallel_line = sv.line();
   if (auto v = sv.find("kv_cache")) read_kv(*v, s);
   if (auto v = sv.find("scheduler")) read_scheduler(*v, s);
-  else s.scheduler.batches_in_flight = s.parallel.pp;
+  if (s.scheduler.batches_in_flight == 0) s.scheduler.batches_in_flight = s.parallel.pp;  // unwritten: pp
   if (auto v = sv.find("router"))
     s.router = v->as_choice({"round_robin", "least_loaded", "kv_aware"}) == "round_robin" ? RouterKind::round_robin
                : v->as_string() == "least_loaded"                                        ? RouterKind::least_loaded
