@@ -42,7 +42,7 @@ std::vector<Segment> network_segments(const Router& router, const std::vector<Li
   return out;
 }
 
-/// The paths of a flow's sub-flows, one list of links each; empty where the flow does not split.
+/// The paths of a flow's ways, one list of links each; empty where the flow does not split.
 std::vector<std::vector<LinkDir>> sub_flow_links(const Router& router, const std::vector<LinkDir>& links) {
   const FabricSpec& fabric = router.cluster().spec.fabric;
   const std::vector<Segment> segments = network_segments(router, links);
@@ -87,22 +87,15 @@ bool splits_flows(const FabricSpec& fabric) {
 
 FlowGraph split_flows(const Router& router, const FlowGraph& graph) {
   if (!splits_flows(router.cluster().spec.fabric)) return graph;
-  FlowGraph out;
-  out.flows = graph.flows;
-  for (std::size_t id = 0; id < graph.flows.size(); ++id) {
-    const Flow& f = graph.flows[id];
+  FlowGraph out = graph;
+  for (Flow& f : out.flows) {
     if (f.size_bytes == 0) continue;
-    std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, f.links);
+    const std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, f.links);
     if (paths.empty()) continue;
     const Bytes ways = static_cast<Bytes>(paths.size());
-    Flow join = timer_flow(f.src_gpu, 0);
-    for (Bytes way = 0; way < ways; ++way) {
-      Flow sub = f;
-      sub.size_bytes = f.size_bytes / ways + (way < f.size_bytes % ways);
-      sub.links = std::move(paths[static_cast<std::size_t>(way)]);
-      join.after.push_back(out.add(std::move(sub)));
-    }
-    out.flows[id] = std::move(join);
+    f.links.clear();
+    for (const auto& p : paths) f.links.insert(f.links.end(), p.begin(), p.end());
+    f.size_bytes = (f.size_bytes + ways - 1) / ways;  // each way's share, rounded up to whole bytes
   }
   return out;
 }

@@ -103,7 +103,7 @@ void FabricEngine::record_link_bytes(bool on) {
 const std::vector<double>& FabricEngine::last_link_bytes() const { return impl_->link_bytes; }
 
 std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
-  // Spraying and queue pairs lower each fabric-crossing flow into sub-flows behind a join in its place.
+  // Spraying and queue pairs spread each fabric-crossing flow over its ways, flow for flow.
   FlowGraph split;
   if (impl_->split_router) split = split_flows(*impl_->split_router, input);
   const FlowGraph& graph = impl_->split_router ? split : input;

@@ -69,19 +69,12 @@ Peak peak(const Cluster& cluster, const FlowGraph& graph, const std::vector<Seco
   return out;
 }
 
-/// The peak over what the engine ran: where routing splits flows, the sub-flows (collectives/spray.hpp), each
-/// given its original's window, which holds its own (it starts with it and ends by its join), so
-/// no utilization is overstated.
+/// The peak over what the engine ran: where routing splits flows, each flow over all of its ways
+/// (collectives/spray.hpp), which it crosses at one pace, so no utilization is overstated.
 Peak peak_as_run(const Cluster& cluster, const FlowGraph& graph, const std::vector<Seconds>& finish) {
   if (!splits_flows(cluster.spec.fabric)) return peak(cluster, graph, finish);
   const Router router(cluster);
-  const FlowGraph run = split_flows(router, graph);
-  std::vector<Seconds> at(run.flows.size(), 0);
-  std::copy(finish.begin(), finish.end(), at.begin());
-  for (std::size_t id = 0; id < graph.flows.size(); ++id)
-    if (run.flows[id].links.empty() && !graph.flows[id].links.empty())  // a join in a split flow's place
-      for (FlowId sub : run.flows[id].after) at[static_cast<std::size_t>(sub)] = finish[id];
-  return peak(cluster, run, at);
+  return peak(cluster, split_flows(router, graph), finish);
 }
 
 }  // namespace

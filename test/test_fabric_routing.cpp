@@ -70,7 +70,7 @@ TEST_CASE("spraying removes the hashed-collision halving on the plain fat tree")
   CHECK(t[1] == Approx(b.latency_s + 1.0 * kSize / kUplink_Bps).epsilon(1e-9));
 }
 
-TEST_CASE("a sprayed flow is one sub-flow per uplink with its bytes shared out, behind a join in its place") {
+TEST_CASE("a sprayed flow keeps its id and lists every uplink it spreads over, with one way's bytes") {
   const Cluster c = small_fat_tree("spray");
   const Router router(c);
   FlowGraph g;
@@ -79,53 +79,90 @@ TEST_CASE("a sprayed flow is one sub-flow per uplink with its bytes shared out, 
   same_leaf.after = {first};
   g.add(same_leaf);
   const FlowGraph s = split_flows(router, g);
-  REQUIRE(s.flows.size() == 4);
-  CHECK(s.flows[0].links.empty());
-  CHECK(s.flows[0].size_bytes == 0);
-  CHECK(s.flows[0].after == std::vector<FlowId>{2, 3});
+  REQUIRE(s.flows.size() == 2);
+  const std::size_t hops = g.flows[0].links.size();
+  REQUIRE(s.flows[0].links.size() == 2 * hops);
+  CHECK(s.flows[0].size_bytes == 501);                          // 1001 bytes over 2 ways, rounded up
+  CHECK(s.flows[0].links[2] != s.flows[0].links[hops + 2]);     // the two uplinks of leaf 0
+  CHECK(s.flows[0].links[0] == s.flows[0].links[hops]);         // both ways leave through the one PCIe link
   CHECK(s.flows[1].links == same_leaf.links);
   CHECK(s.flows[1].after == std::vector<FlowId>{0});
-  CHECK(s.flows[2].size_bytes + s.flows[3].size_bytes == 1001);
-  CHECK(s.flows[2].links.size() == g.flows[0].links.size());
-  CHECK(s.flows[2].links[2] != s.flows[3].links[2]);  // the two uplinks of leaf 0
 }
 
-TEST_CASE("queue pairs: a connection's bytes split over that many hashed sub-flows behind a join, alone still NIC-bound") {
+namespace {
+/// The small fat tree with fast PCIe and `qps` queue pairs a connection.
+Cluster small_fat_tree_qps(int qps) {
   std::string yaml = test::replaced_all(test::kSmallFatTreeYaml, "bandwidth_GBps: 30", "bandwidth_GBps: 300", "tree");
-  yaml = test::replaced_all(yaml, "  type: fat_tree\n", "  type: fat_tree\n  qps_per_connection: 8\n", "tree");
-  const Cluster c = test::cluster_from_yaml(yaml);
+  yaml = test::replaced_all(yaml, "  type: fat_tree\n", "  type: fat_tree\n  qps_per_connection: " + std::to_string(qps) + "\n", "tree");
+  return test::cluster_from_yaml(yaml);
+}
+}  // namespace
+
+TEST_CASE("queue pairs: one flow lists each hashed pair's path, with one pair's share of the bytes, alone still NIC-bound") {
+  const Cluster c = small_fat_tree_qps(8);
   const Router router(c);
   FlowGraph g;
   const Route r = router.route(0, 2, flow_hash(0, 2, 0));
   g.add(test::flow_on(r, 0, 2, kSize + 3));
   // One leaf, one path: split all the same, so that each connection is as many shares of its NIC
-  // as any other (a NIC arbitrates between queue pairs), each sub-flow on the flow's own links.
+  // as any other (a NIC arbitrates between queue pairs).
   g.add(test::flow_on(router.route(0, 1, 1), 0, 1, 800));
   const FlowGraph s = split_flows(router, g);
-  REQUIRE(s.flows.size() == 2 + 8 + 8);
-  CHECK(s.flows[0].links.empty());
-  CHECK(s.flows[0].after == std::vector<FlowId>{2, 3, 4, 5, 6, 7, 8, 9});
-  CHECK(s.flows[1].links.empty());
-  CHECK(s.flows[1].after.size() == 8);
-  for (std::size_t q = 10; q < s.flows.size(); ++q) {
-    CHECK(s.flows[q].links == g.flows[1].links);
-    CHECK(s.flows[q].size_bytes == 100);
-  }
-  Bytes total = 0;
+  REQUIRE(s.flows.size() == 2);
+  CHECK(s.flows[0].size_bytes == kSize / 8 + 1);
+  REQUIRE(s.flows[0].links.size() == 8 * r.links.size());
   std::set<LinkDir> uplinks;
-  for (std::size_t q = 2; q < 10; ++q) {
-    total += s.flows[q].size_bytes;
-    CHECK(s.flows[q].size_bytes >= kSize / 8);
-    REQUIRE(s.flows[q].links.size() == r.links.size());
-    uplinks.insert(s.flows[q].links[2]);
+  for (std::size_t q = 0; q < 8; ++q) {
+    CHECK(s.flows[0].links[q * r.links.size() + 1] == r.links[1]);  // every pair leaves by the one NIC port
+    uplinks.insert(s.flows[0].links[q * r.links.size() + 2]);
   }
-  CHECK(total == kSize + 3);
   CHECK(uplinks.size() == 2);  // 8 hashes over the leaf's 2 uplinks: both taken (deterministic)
-  // Alone, the sub-flows share the NIC, which bounds them as it bounds the whole flow: S / 25 GB/s.
+  CHECK(s.flows[1].size_bytes == 100);
+  REQUIRE(s.flows[1].links.size() == 8 * g.flows[1].links.size());
+  CHECK(std::equal(g.flows[1].links.begin(), g.flows[1].links.end(), s.flows[1].links.end() - static_cast<std::ptrdiff_t>(g.flows[1].links.size())));
+  // Alone, the pairs share the NIC, which bounds them as it bounds the whole flow: S / 25 GB/s.
   FabricEngine engine(c);
   FlowGraph one;
   one.add(test::flow_on(r, 0, 2, kSize));
   CHECK(engine.run(one)[0] == Approx(r.latency_s + 1.0 * kSize / kUplink_Bps).epsilon(1e-9));
+}
+
+TEST_CASE("queue pairs move in lockstep: a connection runs at its slowest pair's pace, and its other pairs do not race ahead") {
+  // Two pairs a connection; every rate in units of the uplinks' and NICs' 25 GB/s, time in
+  // S / 25 GB/s. A = 0 -> 2 (S bytes) puts one pair on each uplink of leaf 0; B = 1 -> 3 (S/4,
+  // some channel) hashes both of its pairs onto one of them, u. Each connection's pairs share one
+  // rate: u carries x + 2x = 1, so every pair runs at 1/3 until B has moved its S/8 a pair, at
+  // 3/8. Then A's pairs share its NIC, 1/2 each, for the 3/8 S they have left: A ends at
+  // 3/8 + 3/4 = 9/8. Pairs run apart, A's free pair would take the NIC's 2/3 and A would end at 1.
+  const Cluster c = small_fat_tree_qps(2);
+  const Router router(c);
+  auto ways = [&](const Route& r, int src, int dst) {  // the route as split
+    FlowGraph g;
+    g.add(test::flow_on(r, src, dst, kSize));
+    return split_flows(router, g).flows[0].links;
+  };
+  const std::size_t hops = router.route(0, 2, 0).links.size();
+  Route a, b;
+  bool found = false;
+  for (int cha = 0; cha < 64 && !found; ++cha) {
+    a = router.route(0, 2, flow_hash(0, 2, cha));
+    const std::vector<LinkDir> sa = ways(a, 0, 2);
+    if (sa.size() != 2 * hops || sa[2] == sa[hops + 2]) continue;
+    for (int chb = 0; chb < 64 && !found; ++chb) {
+      b = router.route(1, 3, flow_hash(1, 3, chb));
+      const std::vector<LinkDir> sb = ways(b, 1, 3);
+      found = sb[2] == sb[hops + 2];  // A crosses both uplinks, so B's one is one of A's
+    }
+  }
+  REQUIRE(found);
+  REQUIRE(a.latency_s == Approx(b.latency_s).epsilon(1e-12));  // both start moving bytes together
+  FabricEngine engine(c);
+  FlowGraph g;
+  g.add(test::flow_on(a, 0, 2, kSize));
+  g.add(test::flow_on(b, 1, 3, kSize / 4));
+  const std::vector<Seconds> t = engine.run(g);
+  CHECK(t[1] == Approx(b.latency_s + 0.375 * kSize / kUplink_Bps).epsilon(1e-9));
+  CHECK(t[0] == Approx(a.latency_s + 1.125 * kSize / kUplink_Bps).epsilon(1e-9));
 }
 
 TEST_CASE("adaptive routing sends the second flow up the uplink the first left free") {
