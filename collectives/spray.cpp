@@ -85,28 +85,32 @@ bool splits_flows(const FabricSpec& fabric) {
   return fabric.routing == Routing::spray || (fabric.routing == Routing::ecmp && fabric.qps_per_connection > 1);
 }
 
+int spread_links(const Router& router, const std::vector<LinkDir>& links, std::vector<LinkDir>& all) {
+  if (!splits_flows(router.cluster().spec.fabric)) return 1;
+  const std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, links);
+  if (paths.empty()) return 1;
+  all.clear();
+  for (const auto& p : paths) all.insert(all.end(), p.begin(), p.end());
+  return static_cast<int>(paths.size());
+}
+
 FlowGraph split_flows(const Router& router, const FlowGraph& graph) {
   if (!splits_flows(router.cluster().spec.fabric)) return graph;
   FlowGraph out = graph;
+  std::vector<LinkDir> all;
   for (Flow& f : out.flows) {
     if (f.size_bytes == 0) continue;
-    const std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, f.links);
-    if (paths.empty()) continue;
-    const Bytes ways = static_cast<Bytes>(paths.size());
-    f.links.clear();
-    for (const auto& p : paths) f.links.insert(f.links.end(), p.begin(), p.end());
-    f.size_bytes = (f.size_bytes + ways - 1) / ways;  // each way's share, rounded up to whole bytes
+    const int ways = spread_links(router, f.links, all);
+    if (ways == 1) continue;
+    f.links = all;
+    f.size_bytes = way_bytes(f.size_bytes, ways);
   }
   return out;
 }
 
 std::vector<LinkDir> split_links(const Router& router, std::vector<LinkDir> links) {
-  if (!splits_flows(router.cluster().spec.fabric)) return links;
-  const std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, links);
-  if (paths.empty()) return links;
-  std::vector<LinkDir> out;
-  for (const auto& p : paths) out.insert(out.end(), p.begin(), p.end());
-  return out;
+  std::vector<LinkDir> all;
+  return spread_links(router, links, all) == 1 ? links : all;
 }
 
 }  // namespace clustersim

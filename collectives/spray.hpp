@@ -12,7 +12,7 @@
 // the pace of its slowest way, times the ways. The flow stays one flow: its route lists every
 // way's links (a link that k ways cross, k times) and its size is one way's share, so under
 // weighted max-min each listing is one way at the flow's rate. That is 1/ways of the flows that
-// independent sub-flows would cost the solver, and the flow ids are unchanged.
+// independent flows would cost the solver, and the flow ids are unchanged.
 #include "collectives/flow.hpp"
 #include "topologies/router.hpp"
 
@@ -27,6 +27,13 @@ bool splits_flows(const FabricSpec& fabric);
 /// `graph` with every flow split as the fabric's routing splits it, flow for flow (above); `graph`
 /// itself where nothing splits.
 FlowGraph split_flows(const Router& router, const FlowGraph& graph);
+
+/// How many ways a flow over `links` goes (1 where it does not split), and in `all` every way's
+/// links, way after way, where it does: split_flows for one route, with nothing copied.
+int spread_links(const Router& router, const std::vector<LinkDir>& links, std::vector<LinkDir>& all);
+
+/// One way's bytes of a flow of `size` bytes over `ways`: its even share, rounded up to whole bytes.
+inline Bytes way_bytes(Bytes size, int ways) { return (size + ways - 1) / ways; }
 
 /// Every link the ways of a flow over `links` cross, way after way (`links` where
 /// the flow does not split): what another replica's traffic may meet, for folding and isolation.

@@ -103,10 +103,12 @@ void FabricEngine::record_link_bytes(bool on) {
 const std::vector<double>& FabricEngine::last_link_bytes() const { return impl_->link_bytes; }
 
 std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
-  // Spraying and queue pairs spread each fabric-crossing flow over its ways, flow for flow.
+  // Spraying and queue pairs spread each fabric-crossing flow over its ways, flow for flow: in the
+  // fluid solver as it interns routes, else (and to count link bytes) in a copy of the graph.
+  const bool spread_in_solver = impl_->fluid && !impl_->record_link_bytes;
   FlowGraph split;
-  if (impl_->split_router) split = split_flows(*impl_->split_router, input);
-  const FlowGraph& graph = impl_->split_router ? split : input;
+  if (impl_->split_router && !spread_in_solver) split = split_flows(*impl_->split_router, input);
+  const FlowGraph& graph = impl_->split_router && !spread_in_solver ? split : input;
   bool copied = false;
   for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id) {
     check_flow(graph.flows[id], id, impl_->gpus, graph.flows.size());
@@ -114,7 +116,7 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
   }
   std::vector<Seconds> finish;
   if (impl_->fluid) {
-    finish = impl_->fluid->run(graph);
+    finish = impl_->fluid->run(graph, spread_in_solver ? impl_->split_router.get() : nullptr);
   } else if (!copied) {
     finish = impl_->simgrid->run(graph);
   } else {  // SimGrid runs every copy as its own flow; a flow ends with its last copy

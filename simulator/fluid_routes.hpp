@@ -2,8 +2,11 @@
 // The fluid solver's routes, interned: flows whose lists of links are equal share one entry. A
 // whole-cluster graph lists the same routes many times (every microbatch's transfer between one
 // GPU pair, every bucket's ring over the same hops), and copying, sorting and counting each flow's
-// links once per flow and again at every start was a third of the solver's time. Private
-// to fluid_solver.cpp.
+// links once per flow and again at every start was a third of the solver's time. Where the
+// fabric's routing splits flows (collectives/spray.hpp), a route is spread over its ways once, as
+// it is interned, rather than in a copy of the graph with every flow's ways spelt out: a 16K-GPU
+// job's ring channels over 16 queue pairs each would list 16 times their links. Private to
+// fluid_solver.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "collectives/flow.hpp"
+#include "collectives/spray.hpp"
 
 namespace clustersim {
 
@@ -19,8 +23,9 @@ class FluidRoutes {
   /// A link of a route and how many times the route lists it.
   using Listed = std::pair<LinkDir, double>;
 
-  /// Interns the route of every flow that moves bytes (links and a size); others get none.
-  explicit FluidRoutes(const FlowGraph& graph) {
+  /// Interns the route of every flow that moves bytes (links and a size); others get none. With
+  /// `spread`, each route goes the ways that router's fabric splits it (collectives/spray.hpp).
+  FluidRoutes(const FlowGraph& graph, const Router* spread) {
     const std::size_t n = graph.flows.size();
     route_of_.assign(n, -1);
     // Open addressing, sized by the routes rather than the flows (the 1T run's 4.27M flows take
@@ -28,7 +33,7 @@ class FluidRoutes {
     std::size_t slots = 1024;
     std::vector<int> table(slots, -1);
     std::vector<std::uint64_t> hash_of;
-    std::vector<LinkDir> sorted;
+    std::vector<LinkDir> sorted, all;
     for (std::size_t id = 0; id < n; ++id) {
       const Flow& f = graph.flows[id];
       if (f.links.empty() || f.size_bytes == 0) continue;
@@ -55,7 +60,12 @@ class FluidRoutes {
         first_flow_.push_back(static_cast<FlowId>(id));
         hash_of.push_back(h);
         flows_.push_back(0);
-        sorted.assign(f.links.begin(), f.links.end());
+        const int ways = spread ? spread_links(*spread, f.links, all) : 1;
+        ways_.push_back(ways);
+        if (ways > 1)
+          sorted.swap(all);
+        else
+          sorted.assign(f.links.begin(), f.links.end());
         std::sort(sorted.begin(), sorted.end());
         for (std::size_t i = 0; i < sorted.size();) {
           std::size_t j = i;
@@ -73,6 +83,8 @@ class FluidRoutes {
   std::size_t size() const { return first_flow_.size(); }
   /// The flow's route, or -1 if it moves no bytes.
   int route_of(FlowId id) const { return route_of_[static_cast<std::size_t>(id)]; }
+  /// How many ways the route goes, each with its share of a flow's bytes (1: it does not split).
+  int ways(int route) const { return ways_[static_cast<std::size_t>(route)]; }
   /// How many flows take the route.
   int flows(int route) const { return flows_[static_cast<std::size_t>(route)]; }
   /// The route's links, each once with its count, in link order.
@@ -93,6 +105,7 @@ class FluidRoutes {
   std::vector<int> route_of_;         // [flow]
   std::vector<FlowId> first_flow_;    // [route]: the flow it was first seen on
   std::vector<int> flows_;            // [route]: flows taking it
+  std::vector<int> ways_;             // [route]: the ways it goes
   std::vector<Listed> distinct_;
   std::vector<std::size_t> distinct_begin_{0};  // [route]: where its links start; one past the last
 };

@@ -52,8 +52,8 @@ namespace {
 
 class Run {
  public:
-  Run(FluidSolver::Tables& t, const FlowGraph& graph, long& solves, long& rated)
-      : t_(t), graph_(graph), routes_(graph), solves_(solves), rated_(rated), link_(t.link), movers_(t.movers), bundles_(t.bundles),
+  Run(FluidSolver::Tables& t, const FlowGraph& graph, const Router* spread, long& solves, long& rated)
+      : t_(t), graph_(graph), routes_(graph, spread), solves_(solves), rated_(rated), link_(t.link), movers_(t.movers), bundles_(t.bundles),
         signatures_(t.signatures), mark_(t.mark) {
     if (!t.clean) t.reset();
     t.clean = false;  // until this run ends whole
@@ -120,7 +120,7 @@ class Run {
       mv.flow = id;
       mv.weight = t_.equal_shares ? f.copies : f.copies / (f.latency_s > 0 ? f.latency_s : 1.0);
       mv.rate_Bps = 0;
-      mv.remaining_bytes = static_cast<double>(f.size_bytes) * f.copies;
+      mv.remaining_bytes = static_cast<double>(way_bytes(f.size_bytes, routes_.ways(route))) * f.copies;
       mv.since = now_;
       mv.entries.clear();
       mv.bottleneck = -1;
@@ -612,9 +612,9 @@ FluidSolver::FluidSolver(std::vector<double> capacity_Bps, bool equal_shares) : 
 
 FluidSolver::~FluidSolver() = default;
 
-std::vector<Seconds> FluidSolver::run(const FlowGraph& graph) {
+std::vector<Seconds> FluidSolver::run(const FlowGraph& graph, const Router* spread) {
   solves_ = rated_flows_ = 0;
-  return Run(*tables_, graph, solves_, rated_flows_).go();
+  return Run(*tables_, graph, spread, solves_, rated_flows_).go();
 }
 
 }  // namespace clustersim

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/flow.hpp"
+#include "topologies/router.hpp"
 
 namespace clustersim {
 
@@ -27,8 +28,9 @@ class FluidSolver {
   FluidSolver& operator=(const FluidSolver&) = delete;
 
   /// Each flow's finish time, from 0, once every flow has run; a flow that never started (a
-  /// dependency cycle) finishes at -1.
-  std::vector<Seconds> run(const FlowGraph& graph);
+  /// dependency cycle) finishes at -1. With `spread`, each flow goes the ways that router's fabric
+  /// splits it, as collectives/spray.hpp's split_flows would lower it, without the copy.
+  std::vector<Seconds> run(const FlowGraph& graph, const Router* spread = nullptr);
 
   /// Coupled components re-solved and flows given a rate in the last run: what the run cost.
   long solves() const { return solves_; }

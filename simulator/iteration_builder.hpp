@@ -104,7 +104,7 @@ class IterationBuilder {
   /// NVLink to the GPU on the receiver's rail, then that rail, so it never changes rails in the fabric.
   Route transfer_route(int src, int dst) const;
 
-  /// The links a flow over `links` loads as the engine runs it: every sub-flow's where the fabric's
+  /// The links a flow over `links` loads as the engine runs it: every way's where the fabric's
   /// routing splits it (collectives/spray.hpp), so that the fold and the isolation proof see them.
   std::vector<LinkDir> as_run(std::vector<LinkDir> links) const;
 

@@ -56,7 +56,7 @@ TEST_CASE("hashed ECMP: two flows on one uplink take twice as long") {
 }
 
 TEST_CASE("spraying removes the hashed-collision halving on the plain fat tree") {
-  // The same two routes, sprayed: each flow becomes one sub-flow per uplink of its leaf (2), each
+  // The same two routes, sprayed: each flow goes one way per uplink of its leaf (2), each
   // with half the bytes, so each uplink carries half of each flow: S / 25 GB/s for both, as if
   // they had been hashed apart.
   const Cluster c = small_fat_tree("spray");
@@ -65,7 +65,7 @@ TEST_CASE("spraying removes the hashed-collision halving on the plain fat tree")
   REQUIRE(ch >= 0);
   const Route a = router.route(0, 2, flow_hash(0, 2, 0)), b = router.route(1, 3, flow_hash(1, 3, ch));
   const std::vector<Seconds> t = run_pair(c, a, b);
-  REQUIRE(t.size() == 2);  // the sub-flows are the engine's business; the caller sees its flows
+  REQUIRE(t.size() == 2);  // the ways are the engine's business; the caller sees its flows
   CHECK(t[0] == Approx(a.latency_s + 1.0 * kSize / kUplink_Bps).epsilon(1e-9));
   CHECK(t[1] == Approx(b.latency_s + 1.0 * kSize / kUplink_Bps).epsilon(1e-9));
 }

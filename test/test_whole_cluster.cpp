@@ -98,7 +98,7 @@ std::string small_scenario(const std::string& cluster_yaml, const std::string& p
 }  // namespace
 
 TEST_CASE("folding replicas is exact: the same iteration time to 1e-9 as simulating every replica") {
-  // Sprayed and queue-pair flows split into sub-flows the fold must see, not the hashed route alone.
+  // Sprayed and queue-pair flows go several ways the fold must see, not the hashed route alone.
   const std::string fat = fat_tree_four_nodes();
   const std::string sprayed = test::replaced_all(fat, "  type: fat_tree\n", "  type: fat_tree\n  routing: spray\n", "fat tree");
   const std::string qps = test::replaced_all(fat, "  type: fat_tree\n", "  type: fat_tree\n  qps_per_connection: 4\n", "fat tree");

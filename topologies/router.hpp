@@ -53,7 +53,7 @@ class Router {
   /// reached over the scale-up domain first.
   int egress_nic(int src_gpu, int dst_nic) const;
 
-  // Packet spraying (fabric.routing: spray), lowered by collectives/spray.hpp into sub-flows.
+  // Packet spraying (fabric.routing: spray), lowered by collectives/spray.hpp onto ways in lockstep.
   /// The NIC port a link direction leaves (NIC -> switch) or enters (switch -> NIC); -1 for others.
   int nic_port_of(LinkDir d) const;
   /// Equal-cost next hops at the first switch from one NIC port towards another (1 on one switch).
