@@ -43,7 +43,7 @@ std::vector<Segment> network_segments(const Router& router, const std::vector<Li
 }
 
 /// The paths of a flow's ways, one list of links each; empty where the flow does not split.
-std::vector<std::vector<LinkDir>> sub_flow_links(const Router& router, const std::vector<LinkDir>& links) {
+std::vector<std::vector<LinkDir>> way_links(const Router& router, const std::vector<LinkDir>& links) {
   const FabricSpec& fabric = router.cluster().spec.fabric;
   const std::vector<Segment> segments = network_segments(router, links);
   const bool spray = fabric.routing == Routing::spray;
@@ -87,7 +87,7 @@ bool splits_flows(const FabricSpec& fabric) {
 
 int spread_links(const Router& router, const std::vector<LinkDir>& links, std::vector<LinkDir>& all) {
   if (!splits_flows(router.cluster().spec.fabric)) return 1;
-  const std::vector<std::vector<LinkDir>> paths = sub_flow_links(router, links);
+  const std::vector<std::vector<LinkDir>> paths = way_links(router, links);
   if (paths.empty()) return 1;
   all.clear();
   for (const auto& p : paths) all.insert(all.end(), p.begin(), p.end());
