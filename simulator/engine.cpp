@@ -106,9 +106,10 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
   // Spraying and queue pairs spread each fabric-crossing flow over its ways, flow for flow: in the
   // fluid solver as it interns routes, else (and to count link bytes) in a copy of the graph.
   const bool spread_in_solver = impl_->fluid && !impl_->record_link_bytes;
+  const bool copy_split = impl_->split_router && !spread_in_solver;
   FlowGraph split;
-  if (impl_->split_router && !spread_in_solver) split = split_flows(*impl_->split_router, input);
-  const FlowGraph& graph = impl_->split_router && !spread_in_solver ? split : input;
+  if (copy_split) split = split_flows(*impl_->split_router, input);
+  const FlowGraph& graph = copy_split ? split : input;
   bool copied = false;
   for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id) {
     check_flow(graph.flows[id], id, impl_->gpus, graph.flows.size());

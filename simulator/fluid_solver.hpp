@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "collectives/flow.hpp"
-#include "topologies/router.hpp"
 
 namespace clustersim {
+
+class Router;
 
 class FluidSolver {
  public:

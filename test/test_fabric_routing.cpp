@@ -16,13 +16,19 @@ using namespace clustersim;
 
 namespace {
 
-/// support.hpp's small fat tree (two leaves of two one-GPU nodes, two spines) under `routing`,
-/// PCIe fast enough that the uplinks (net: 50 GB/s x 0.5) are the bottleneck.
-Cluster small_fat_tree(const std::string& routing) {
+/// support.hpp's small fat tree (two leaves of two one-GPU nodes, two spines) with `fabric_key`
+/// added to its fabric, PCIe fast enough that the uplinks (net: 50 GB/s x 0.5) are the bottleneck.
+Cluster small_fat_tree_with(const std::string& fabric_key) {
   std::string yaml = test::replaced_all(test::kSmallFatTreeYaml, "bandwidth_GBps: 30", "bandwidth_GBps: 300", "tree");
-  yaml = test::replaced_all(yaml, "  type: fat_tree\n", "  type: fat_tree\n  routing: " + routing + "\n", "tree");
+  yaml = test::replaced_all(yaml, "  type: fat_tree\n", "  type: fat_tree\n  " + fabric_key + "\n", "tree");
   return test::cluster_from_yaml(yaml);
 }
+
+/// The small fat tree under `routing`.
+Cluster small_fat_tree(const std::string& routing) { return small_fat_tree_with("routing: " + routing); }
+
+/// The small fat tree with `qps` queue pairs a connection (under ecmp).
+Cluster small_fat_tree_qps(int qps) { return small_fat_tree_with("qps_per_connection: " + std::to_string(qps)); }
 
 constexpr Bytes kSize = 1'000'000'000;
 constexpr BytesPerSecond kUplink_Bps = 25e9;
@@ -89,15 +95,6 @@ TEST_CASE("a sprayed flow keeps its id and lists every uplink it spreads over, w
   CHECK(s.flows[1].after == std::vector<FlowId>{0});
 }
 
-namespace {
-/// The small fat tree with fast PCIe and `qps` queue pairs a connection.
-Cluster small_fat_tree_qps(int qps) {
-  std::string yaml = test::replaced_all(test::kSmallFatTreeYaml, "bandwidth_GBps: 30", "bandwidth_GBps: 300", "tree");
-  yaml = test::replaced_all(yaml, "  type: fat_tree\n", "  type: fat_tree\n  qps_per_connection: " + std::to_string(qps) + "\n", "tree");
-  return test::cluster_from_yaml(yaml);
-}
-}  // namespace
-
 TEST_CASE("queue pairs: one flow lists each hashed pair's path, with one pair's share of the bytes, alone still NIC-bound") {
   const Cluster c = small_fat_tree_qps(8);
   const Router router(c);
@@ -136,21 +133,21 @@ TEST_CASE("queue pairs move in lockstep: a connection runs at its slowest pair's
   // 3/8 + 3/4 = 9/8. Pairs run apart, A's free pair would take the NIC's 2/3 and A would end at 1.
   const Cluster c = small_fat_tree_qps(2);
   const Router router(c);
-  auto ways = [&](const Route& r, int src, int dst) {  // the route as split
-    FlowGraph g;
-    g.add(test::flow_on(r, src, dst, kSize));
-    return split_flows(router, g).flows[0].links;
+  auto ways = [&](const Route& r) {  // every way's links, way after way
+    std::vector<LinkDir> all;
+    REQUIRE(spread_links(router, r.links, all) == 2);
+    return all;
   };
   const std::size_t hops = router.route(0, 2, 0).links.size();
   Route a, b;
   bool found = false;
   for (int cha = 0; cha < 64 && !found; ++cha) {
     a = router.route(0, 2, flow_hash(0, 2, cha));
-    const std::vector<LinkDir> sa = ways(a, 0, 2);
-    if (sa.size() != 2 * hops || sa[2] == sa[hops + 2]) continue;
+    const std::vector<LinkDir> sa = ways(a);
+    if (sa[2] == sa[hops + 2]) continue;
     for (int chb = 0; chb < 64 && !found; ++chb) {
       b = router.route(1, 3, flow_hash(1, 3, chb));
-      const std::vector<LinkDir> sb = ways(b, 1, 3);
+      const std::vector<LinkDir> sb = ways(b);
       found = sb[2] == sb[hops + 2];  // A crosses both uplinks, so B's one is one of A's
     }
   }
