@@ -54,7 +54,8 @@ sanitize-clang: deps
 	cd build-fuzz && ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer over the loaders for FUZZ_SECONDS (60), seeded with every shipped file under each
-# loader; fails on any crash, sanitizer report, leak or timeout.
+# loader and given every key the shipped YAML uses as a dictionary (so mutations reach the fields
+# behind a key, not only its spelling); fails on any crash, sanitizer report, leak or timeout.
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	$(FUZZ_CONFIGURE)
@@ -68,7 +69,16 @@ fuzz: deps
 	for f in scenarios/*.yaml scenarios/validation/*.yaml; do (printf '\005'; cat $$f) > build-fuzz/corpus/scenario-$$(basename $$f); done
 	printf '\006parallel.tp=4\nparallel.dp=64\nschedule=zb-v\n' > build-fuzz/corpus/set-layout
 	printf '\006parallel.stage_layers=[40, 48, 8]\nrecompute=full\nmicrobatch=2\n' > build-fuzz/corpus/set-stages
-	./build-fuzz/fuzz/fuzz_loaders -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 build-fuzz/corpus
+	for f in scenarios/serving/*.yaml; do (printf '\007'; cat $$f) > build-fuzz/corpus/serving-$$(basename $$f); done
+	for f in scenarios/serving/traces/*.csv; do (printf '\010'; head -c 20000 $$f) > build-fuzz/corpus/trace-$$(basename $$f); done
+	printf '\011{"arrival_s": 0.5, "prompt_tokens": 512, "output_tokens": 64}\n{"arrival_s": 1.25, "prompt_tokens": 2048, "output_tokens": 8, "prefix_id": 3, "prefix_tokens": 256}\n' > build-fuzz/corpus/trace.jsonl
+	for f in scenarios/calibration/*.txt; do (printf '\012'; cat $$f) > build-fuzz/corpus/nccl-$$(basename $$f); done
+	(printf '\013'; cat scenarios/calibration/synthetic-truth.yaml) > build-fuzz/corpus/calibration.yaml
+	(printf '\014'; cat scenarios/prices.yaml) > build-fuzz/corpus/prices.yaml
+	for f in scenarios/procurement/*.yaml; do (printf '\015'; cat $$f) > build-fuzz/corpus/jobs-$$(basename $$f); done
+	for f in scenarios/validation/serving/*.yaml; do (printf '\016'; cat $$f) > build-fuzz/corpus/serve-rows-$$(basename $$f); done
+	grep -rhoE '^[ -]*[a-z_][a-z0-9_]*:' scenarios --include=*.yaml | sed -E 's/^[ -]*//' | sort -u | sed -E 's/.*/"&"/' > build-fuzz/keys.dict
+	./build-fuzz/fuzz/fuzz_loaders -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -dict=build-fuzz/keys.dict build-fuzz/corpus
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

@@ -255,6 +255,30 @@ TEST_CASE("validate runs one set of its rows files with --sets, and a set that n
         "mlperf-llama31-405b-h100; got 'no-such-set'\n");
 }
 
+TEST_CASE("validate -j 2 simulates two rows at a time and prints what -j 1 prints, in row order") {
+  const std::string rows = test::source_path("scenarios/validation/published.yaml");
+  const std::string base = "validate --rows " + rows + " --sets korthikanti-table5";
+  std::string json[3];
+  std::string text[3];
+  for (int j : {1, 2}) {
+    json[j] = test::temp_file("", "-j" + std::to_string(j) + ".json");
+    const auto r = test::run_cli(base + " -j " + std::to_string(j) + " --json " + json[j]);
+    REQUIRE(r.exit_code == 0);
+    text[j] = r.stdout_text;
+  }
+  CHECK(text[1] == text[2]);
+  CHECK(test::read_file(json[1]) == test::read_file(json[2]));
+  // Row order, not the order the rows finished in: the table lists the file's rows as written.
+  CHECK(text[2].find("korthikanti-22b-full") < text[2].find("korthikanti-1t-seqsel"));
+  for (const char* bad : {"0", "257", "two"}) {
+    const auto r = test::run_cli(base + " -j " + bad);
+    CHECK(r.exit_code == 2);
+    CHECK(r.stdout_text.empty());
+    CHECK(r.stderr_text == std::string("error: command line: -j: expected an integer from 1 to 256, got ") +
+                               (std::string(bad) == "two" ? "'two'" : bad) + "\n");
+  }
+}
+
 TEST_CASE("validate --set, renamed --sets, is one line saying so: on other commands --set is KEY=VALUE") {
   for (const char* given : {"--set korthikanti-table5", "--set parallel.tp=4"}) {
     const auto r = test::run_cli(std::string("validate ") + given);

@@ -1,6 +1,7 @@
 // `clustersim validate`: predicted against published iteration times, row by row, with the errors,
 // and per validation set its mean and largest |error| and how the error moves with scale.
-// Each simulation runs in its own child process (SimGrid holds one platform per process).
+// Each simulation runs in its own child process (SimGrid holds one platform per process), -j of them
+// at a time; the table is in row order whatever order they finish in.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,7 +9,9 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include <spdlog/spdlog.h>
 
@@ -71,19 +74,23 @@ std::vector<Row> load_rows(const std::string& path) {
   return out;
 }
 
-/// A row's predicted iteration time, simulated in a child process with its replicas folded as
-/// `fold` says; NaN when the scenario does not fit in memory. Any other error in the row's files is
-/// the user's, reported as such (exit 2).
-double predict(const Row& row, FoldMode fold) {
-  const std::string text = run_in_child([&] {
-    try {
-      return fmt::format("{:.17g}", run_training(load_scenario(row.scenario), false, nullptr, fold).iteration_s);
-    } catch (const OutOfMemoryError&) {
-      return std::string("nan");
-    } catch (const UserError& e) {
-      return fmt::format("error\n{}\n{}\n{}\n{}", e.file(), e.line(), e.field_path(), e.expected());
-    }
-  });
+/// What a row's child process hands back: its predicted iteration time with the replicas folded as
+/// `fold` says, "nan" when the scenario does not fit in memory, or the user's error in its files.
+std::string predict_text(const Row& row, FoldMode fold) {
+  try {
+    return fmt::format("{:.17g}", run_training(load_scenario(row.scenario), false, nullptr, fold).iteration_s);
+  } catch (const OutOfMemoryError&) {
+    return std::string("nan");
+  } catch (const UserError& e) {
+    return fmt::format("error\n{}\n{}\n{}\n{}", e.file(), e.line(), e.field_path(), e.expected());
+  }
+}
+
+/// The predicted iteration time from a child's text; NaN when the row does not fit in memory. Any
+/// other error in the row's files is the user's, reported as such (exit 2).
+double prediction(const std::optional<std::string>& child) {
+  if (!child) throw std::runtime_error("a simulation child process failed");
+  const std::string& text = *child;
   if (text.rfind("error\n", 0) == 0) {
     std::istringstream in(text.substr(6));
     std::string file, line, field, expected;
@@ -177,11 +184,14 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--json", *json, "also write the rows and sets as JSON (- or /dev/stdout: to stdout, without the table)");
   auto csv = std::make_shared<std::string>();
   cmd->add_option("--csv", *csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
+  auto jobs = std::make_shared<std::string>("1");
+  cmd->add_option("-j", *jobs, "rows simulated at a time, each in its own process (default 1; a row replayed whole "
+                               "with --fold exact may take GiBs)");
   auto fold = std::make_shared<std::string>("assume");
   cmd->add_option("--fold", *fold,
                   "how each row's data-parallel replicas fold, as in run: assume (the default here, unlike run: "
                   "fast), exact (every GPU's traffic on the fabric, folded where provably exact), none or all");
-  cmd->callback([files, only, sets, json, csv, renamed, fold] {
+  cmd->callback([files, only, sets, json, csv, renamed, fold, jobs] {
     if (!renamed->empty())
       throw UserError("command line", 0, "--set",
                       "validate takes no KEY=VALUE overrides; the validation sets to run are chosen with --sets NAME,... "
@@ -211,6 +221,7 @@ void add_validate_command(CLI::App& app) {
       }
     }
     const FoldMode fold_mode = parse_fold(*fold);
+    const int job_count = static_cast<int>(parse_integer(*jobs, "-j", 1, 256));
     if (!json->empty()) check_json_path(*json);
     check_csv_path(*csv, *json);
     // With --json - the table is left out, so stdout is the one document.
@@ -225,11 +236,21 @@ void add_validate_command(CLI::App& app) {
     double sum = 0, worst = 0;
     int counted = 0;
     std::vector<std::pair<std::string, SetErrors>> per_set;
+    // Every row's files are read before any is simulated, so an error in one is reported at once.
+    std::vector<int> row_gpus;
+    for (const Row& r : rows) row_gpus.push_back(load_scenario(r.scenario).gpus());
     Progress bar("validate", progress_wanted());
+    bar.update(0, static_cast<long>(rows.size()));
+    const std::vector<std::optional<std::string>> texts = run_in_children(
+        rows.size(),
+        [&](std::size_t k) {
+          spdlog::info("validate: row {} of {}: {} ({})", k + 1, rows.size(), rows[k].name, rows[k].scenario);
+          return predict_text(rows[k], fold_mode);
+        },
+        job_count, [&](std::size_t finished) { bar.update(static_cast<long>(finished), static_cast<long>(rows.size())); });
     for (const Row& r : rows) {
-      bar.update(&r - rows.data(), static_cast<long>(rows.size()), r.name);
-      spdlog::info("validate: row {} of {}: {} ({})", &r - rows.data() + 1, rows.size(), r.name, r.scenario);
-      const int gpus = load_scenario(r.scenario).gpus();  // a file error here is reported before simulating
+      const std::size_t k = static_cast<std::size_t>(&r - rows.data());
+      const int gpus = row_gpus[k];
       if (per_set.empty() || per_set.back().first != r.set) {
         if (!per_set.empty()) {
           table << set_summary(per_set.back().first, per_set.back().second);
@@ -237,7 +258,7 @@ void add_validate_command(CLI::App& app) {
         }
         per_set.push_back({r.set, {}});
       }
-      const double predicted = predict(r, fold_mode);
+      const double predicted = prediction(texts[k]);
       const double error = 100 * (predicted - r.published_s) / r.published_s;  // NaN when it does not fit
       row_json.push_back({{"set", r.set}, {"name", r.name}, {"scenario", r.scenario}, {"gpus", gpus},
                           {"published_iteration_s", r.published_s}, {"iteration_s", number_or_null(predicted)},
@@ -255,7 +276,6 @@ void add_validate_command(CLI::App& app) {
       worst = std::max(worst, std::abs(error));
       ++counted;
     }
-    bar.update(static_cast<long>(rows.size()), static_cast<long>(rows.size()));
     bar.finish();
     if (!per_set.empty()) {
       table << set_summary(per_set.back().first, per_set.back().second);

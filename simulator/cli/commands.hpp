@@ -42,6 +42,11 @@ Bytes parse_size(const std::string& text, const std::string& option);
 /// Runs `work` in a forked child and returns what it returned: each simulation gets its own SimGrid
 /// platform (one per process) and its own peak memory. A child that crashes is a runtime_error.
 std::string run_in_child(const std::function<std::string()>& work);
+/// Runs work(0) ... work(count - 1), each in its own forked child, at most `jobs` at a time (as
+/// run_in_child, J of them); what each returned, in input order, empty where its child failed.
+/// `finished(k)` is told after each k-th child ends, whichever it was.
+std::vector<std::optional<std::string>> run_in_children(std::size_t count, const std::function<std::string(std::size_t)>& work,
+                                                        int jobs, const std::function<void(std::size_t)>& finished);
 
 /// A file shipped in the repository, e.g. "scenarios/gpus.yaml", so that commands with shipped
 /// defaults (validate, bench, list) work from any directory: the path itself when it exists from

@@ -1,14 +1,10 @@
 #include "simulator/cli/search_verify.hpp"
 
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <iostream>
-#include <stdexcept>
 
+#include "simulator/cli/commands.hpp"
 #include "simulator/training_run.hpp"
 
 namespace clustersim::cli {
@@ -60,58 +56,12 @@ Verified verified_from(const ScreenPrediction& screen, const std::string& text, 
 /// Runs every configuration in its own forked child, `jobs` at a time; results in input order.
 std::vector<Verified> verify(const std::string& scenario, const std::vector<std::string>& overrides,
                              const std::vector<ScreenPrediction>& top, int jobs, Progress& bar) {
-  std::vector<Verified> out(top.size());
-  struct Child {
-    pid_t pid;
-    int fd;
-    std::size_t index;
-    std::string text;
-  };
-  std::vector<Child> running;
-  std::size_t next = 0, finished = 0;
-  std::cout.flush();
-  while (finished < top.size()) {
-    while (next < top.size() && static_cast<int>(running.size()) < jobs) {
-      int fds[2];
-      if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-      const pid_t pid = fork();
-      if (pid < 0) throw std::runtime_error("fork failed");
-      if (pid == 0) {
-        close(fds[0]);
-        const std::string text = verify_one(scenario, configuration_overrides(overrides, top[next].config));
-        const bool ok = write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
-        _exit(ok ? 0 : 1);
-      }
-      close(fds[1]);
-      running.push_back({pid, fds[0], next++, {}});
-    }
-    // Read whichever child has output; a closed pipe means it is done.
-    std::vector<pollfd> polls;
-    for (const Child& c : running) polls.push_back({c.fd, POLLIN, 0});
-    if (poll(polls.data(), polls.size(), -1) < 0) continue;
-    for (std::size_t i = 0; i < running.size();) {
-      if (!(polls[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-        ++i;
-        continue;
-      }
-      Child& c = running[i];
-      char buf[4096];
-      const ssize_t got = read(c.fd, buf, sizeof buf);
-      if (got > 0) {
-        c.text.append(buf, static_cast<std::size_t>(got));
-        ++i;
-        continue;
-      }
-      close(c.fd);
-      int status = 0;
-      waitpid(c.pid, &status, 0);
-      const bool exited = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      out[c.index] = verified_from(top[c.index], exited ? c.text : "", "the engine's child process failed");
-      bar.update(static_cast<long>(++finished), static_cast<long>(top.size()));
-      running.erase(running.begin() + static_cast<long>(i));
-      polls.erase(polls.begin() + static_cast<long>(i));
-    }
-  }
+  const std::vector<std::optional<std::string>> texts = run_in_children(
+      top.size(), [&](std::size_t k) { return verify_one(scenario, configuration_overrides(overrides, top[k].config)); }, jobs,
+      [&](std::size_t finished) { bar.update(static_cast<long>(finished), static_cast<long>(top.size())); });
+  std::vector<Verified> out;
+  for (std::size_t k = 0; k < top.size(); ++k)
+    out.push_back(verified_from(top[k], texts[k].value_or(""), "the engine's child process failed"));
   return out;
 }
 

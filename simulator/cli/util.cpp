@@ -1,3 +1,4 @@
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +71,62 @@ std::string run_in_child(const std::function<std::string()>& work) {
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("a simulation child process failed");
   return text;
+}
+
+std::vector<std::optional<std::string>> run_in_children(std::size_t count, const std::function<std::string(std::size_t)>& work,
+                                                        int jobs, const std::function<void(std::size_t)>& finished) {
+  std::vector<std::optional<std::string>> out(count);
+  struct Child {
+    pid_t pid;
+    int fd;
+    std::size_t index;
+    std::string text;
+  };
+  std::vector<Child> running;
+  std::size_t next = 0, done = 0;
+  std::cout.flush();  // no child may inherit (and print again) buffered output
+  while (done < count) {
+    while (next < count && static_cast<int>(running.size()) < jobs) {
+      int fds[2];
+      if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+      const pid_t pid = fork();
+      if (pid < 0) throw std::runtime_error("fork failed");
+      if (pid == 0) {
+        close(fds[0]);
+        const std::string text = work(next);
+        const bool ok = write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        _exit(ok ? 0 : 1);
+      }
+      close(fds[1]);
+      running.push_back({pid, fds[0], next++, {}});
+    }
+    // Read whichever child has output; a closed pipe means it is done.
+    std::vector<pollfd> polls;
+    for (const Child& c : running) polls.push_back({c.fd, POLLIN, 0});
+    if (poll(polls.data(), polls.size(), -1) < 0) continue;
+    for (std::size_t i = 0; i < running.size();) {
+      if (!(polls[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        ++i;
+        continue;
+      }
+      Child& c = running[i];
+      char buf[4096];
+      const ssize_t got = read(c.fd, buf, sizeof buf);
+      if (got > 0) {
+        c.text.append(buf, static_cast<std::size_t>(got));
+        ++i;
+        continue;
+      }
+      close(c.fd);
+      int status = 0;
+      waitpid(c.pid, &status, 0);
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) out[c.index] = std::move(c.text);
+      finished(++done);
+      running.erase(running.begin() + static_cast<long>(i));
+      polls.erase(polls.begin() + static_cast<long>(i));
+    }
+  }
+  return out;
 }
 
 std::string shipped_file(const std::string& relative) {
