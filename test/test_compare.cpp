@@ -145,6 +145,18 @@ TEST_CASE("compare prints the same bytes every time") {
   CHECK(a.stdout_text == b.stdout_text);
 }
 
+TEST_CASE("compare -j 2 simulates two schedules at a time and prints what -j 1 prints, in the order asked") {
+  const std::string args = "compare " + kScenario + " --schedules zb-h2,interleaved,dualpipe";
+  const auto one = run_cli(args + " -j 1"), two = run_cli(args + " -j 2");
+  REQUIRE(one.exit_code == 0);
+  CHECK(one.stdout_text == two.stdout_text);
+  CHECK(two.stdout_text.find("zb-h2") < two.stdout_text.find("interleaved"));
+  const auto bad = run_cli(args + " -j 0");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.stdout_text.empty());
+  CHECK(bad.stderr_text == "error: command line: -j: expected an integer from 1 to 256, got 0\n");
+}
+
 TEST_CASE("an unknown schedule name in compare is an error that lists the known ones") {
   const auto r = run_cli("compare " + kScenario + " --schedules 1f1b,zb-h3");
   CHECK(r.exit_code == 2);

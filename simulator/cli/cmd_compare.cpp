@@ -1,12 +1,14 @@
 // `clustersim compare`: one scenario under several pipeline schedules, one row each - iteration
 // time, bubble, MFU, peak memory, pipeline traffic - and optionally their timelines as one SVG.
-// Each schedule runs in its own child process (SimGrid holds one platform per process); a schedule
-// that cannot run the scenario gets a row saying why.
+// Each schedule runs in its own child process (SimGrid holds one platform per process), -j of them at
+// a time, rows in the order asked; a schedule that cannot run the scenario gets a row saying why.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <optional>
+#include <stdexcept>
 
 #include <spdlog/spdlog.h>
 
@@ -25,6 +27,7 @@ struct CompareOptions {
   std::vector<std::string> schedules, overrides;
   std::string json, csv, svg, kernels, report, catalog, topology_level;
   bool allow_oom = false;
+  std::string jobs = "1";
   std::string fold = "exact", tp_collectives = "auto", cp_exchanges = "auto", ep_all_to_alls = "auto",
               zero_collectives = "auto";
   bool fold_given = false;
@@ -151,6 +154,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--report", o->report, "write a self-contained HTML report: every schedule on one time scale, the cluster");
   cmd->add_option("--topology-level", o->topology_level, "the report's cluster picture: node, leaf or spine (default: the finest with at most 40 boxes)");
   cmd->add_option("--kernels", o->kernels, "CSV of measured kernel times that override the compute model");
+  cmd->add_option("-j", o->jobs, "schedules simulated at a time, each in its own process (default 1)");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
       ->disable_flag_override();
   CLI::Option* fold_option = cmd->add_option("--fold", o->fold,
@@ -186,17 +190,23 @@ void add_compare_command(CLI::App& app) {
     const std::optional<PictureLevel> topology_level = parse_topology_level(o->topology_level, "--topology-level");
     if (topology_level && o->report.empty())
       throw UserError("command line", 0, "--topology-level", "expected --report as well: it sets the level of the report's cluster picture");
-    std::vector<nlohmann::ordered_json> rows;
+    const int jobs = static_cast<int>(parse_integer(o->jobs, "-j", 1, 256));
     Progress bar("compare", progress_wanted());
     const long total = static_cast<long>(o->schedules.size());
-    for (const std::string& name : o->schedules) {
-      spdlog::info("compare: schedule {} of {}: {}", rows.size() + 1, o->schedules.size(), name);
-      bar.update(static_cast<long>(rows.size()), total, name);
-      rows.push_back(nlohmann::ordered_json::parse(
-          run_in_child([&] { return simulate(*o, name, scenario_chunks, kernels ? &*kernels : nullptr).dump(); })));
-    }
-    bar.update(total, total);
+    bar.update(0, total);
+    const std::vector<std::optional<std::string>> texts = run_in_children(
+        o->schedules.size(),
+        [&](std::size_t k) {
+          spdlog::info("compare: schedule {} of {}: {}", k + 1, o->schedules.size(), o->schedules[k]);
+          return simulate(*o, o->schedules[k], scenario_chunks, kernels ? &*kernels : nullptr).dump();
+        },
+        jobs, [&](std::size_t finished) { bar.update(static_cast<long>(finished), total); });
     bar.finish();
+    std::vector<nlohmann::ordered_json> rows;  // in the order the schedules were asked for
+    for (const std::optional<std::string>& text : texts) {
+      if (!text) throw std::runtime_error("a simulation child process failed");
+      rows.push_back(nlohmann::ordered_json::parse(*text));
+    }
     if (table_to_stdout(o->json, o->csv)) print_rows(o->scenario, rows);
     if (!o->csv.empty()) {
       nlohmann::ordered_json table = nlohmann::ordered_json::array();
