@@ -51,28 +51,6 @@ ClusterSpec load_cluster_with_sets(const std::string& path, const std::string& o
   return load_cluster_spec_with(path, sets, option);
 }
 
-std::string run_in_child(const std::function<std::string()>& work) {
-  std::cout.flush();  // the child must not inherit (and print again) buffered output
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    const std::string out = work();
-    const bool ok = write(fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
-    _exit(ok ? 0 : 1);
-  }
-  close(fds[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t got; (got = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(got));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("a simulation child process failed");
-  return text;
-}
-
 std::vector<std::optional<std::string>> run_in_children(std::size_t count, const std::function<std::string(std::size_t)>& work,
                                                         int jobs, const std::function<void(std::size_t)>& finished) {
   std::vector<std::optional<std::string>> out(count);
@@ -127,6 +105,12 @@ std::vector<std::optional<std::string>> run_in_children(std::size_t count, const
     }
   }
   return out;
+}
+
+std::string run_in_child(const std::function<std::string()>& work) {
+  std::optional<std::string> text = run_in_children(1, [&](std::size_t) { return work(); }, 1, [](std::size_t) {}).front();
+  if (!text) throw std::runtime_error("a simulation child process failed");
+  return std::move(*text);
 }
 
 std::string shipped_file(const std::string& relative) {
