@@ -74,11 +74,11 @@ std::vector<Row> load_rows(const std::string& path) {
   return out;
 }
 
-/// What a row's child process hands back: its predicted iteration time with the replicas folded as
-/// `fold` says, "nan" when the scenario does not fit in memory, or the user's error in its files.
-std::string predict_text(const Row& row, FoldMode fold) {
+/// What a row's child process hands back: its scenario's predicted iteration time with the replicas
+/// folded as `fold` says, "nan" when it does not fit in memory, or the user's error it meets.
+std::string predict_text(const ScenarioSpec& scenario, FoldMode fold) {
   try {
-    return fmt::format("{:.17g}", run_training(load_scenario(row.scenario), false, nullptr, fold).iteration_s);
+    return fmt::format("{:.17g}", run_training(scenario, false, nullptr, fold).iteration_s);
   } catch (const OutOfMemoryError&) {
     return std::string("nan");
   } catch (const UserError& e) {
@@ -236,21 +236,22 @@ void add_validate_command(CLI::App& app) {
     double sum = 0, worst = 0;
     int counted = 0;
     std::vector<std::pair<std::string, SetErrors>> per_set;
-    // Every row's files are read before any is simulated, so an error in one is reported at once.
-    std::vector<int> row_gpus;
-    for (const Row& r : rows) row_gpus.push_back(load_scenario(r.scenario).gpus());
+    // Every row's files are read before any is simulated, so an error in one is reported at once;
+    // each child runs the scenario read here.
+    std::vector<ScenarioSpec> scenarios;
+    for (const Row& r : rows) scenarios.push_back(load_scenario(r.scenario));
     Progress bar("validate", progress_wanted());
     bar.update(0, static_cast<long>(rows.size()));
     const std::vector<std::optional<std::string>> texts = run_in_children(
         rows.size(),
         [&](std::size_t k) {
           spdlog::info("validate: row {} of {}: {} ({})", k + 1, rows.size(), rows[k].name, rows[k].scenario);
-          return predict_text(rows[k], fold_mode);
+          return predict_text(scenarios[k], fold_mode);
         },
         job_count, [&](std::size_t finished) { bar.update(static_cast<long>(finished), static_cast<long>(rows.size())); });
     for (const Row& r : rows) {
       const std::size_t k = static_cast<std::size_t>(&r - rows.data());
-      const int gpus = row_gpus[k];
+      const int gpus = scenarios[k].gpus();
       if (per_set.empty() || per_set.back().first != r.set) {
         if (!per_set.empty()) {
           table << set_summary(per_set.back().first, per_set.back().second);
