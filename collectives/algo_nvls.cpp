@@ -26,6 +26,11 @@
 // binary tree (trees.hpp; even channels on one tree, odd on the other), reduce up and broadcast
 // down pipelined together. One flow per (shard, channel) spans every node, cut into segments of at
 // most kNodesPerSegment nodes (each segment with the channel's bytes, as kMaxHopsPerFlow does).
+// Under Simple, NCCL's per-channel ceiling (nvls_tree_channel_cap_GBps) bounds the whole
+// collective's bus bandwidth at NCCL's NVLS channel count (one per local GPU) times the ceiling;
+// every shard flow is bounded at its part of that. On two H100 nodes the links alone would let
+// NVLS-tree run as fast as inside one node (the inter-node legs hide behind NVLink); nccl-tests
+// measures 10% less there, and NCCL's ceiling (461 GB/s) is within 2% of it.
 //
 // Latency is NCCL's cost model (src/graph/tuning.cc, NCCL 2.2x): NVLS and NVLS_TREE run the Simple
 // protocol only; base latency 0, NVLink NVLS hop 25 us, network NVLS_TREE hop 20.9 us; NVLS costs
@@ -77,7 +82,7 @@ void add_in_node_links(const Cluster& c, Op op, const std::vector<int>& gpus, st
 }
 
 /// The companion of a shard flow (see the top): its NVLink links, (1/e - 1) of its bytes, the same
-/// start and latency, so the switch's efficiency costs NVLink time and nothing else.
+/// start, latency and (scaled) rate bound, so the switch's efficiency costs NVLink time and nothing else.
 Flow efficiency_companion(const Cluster& c, const Flow& shard_flow, const std::vector<LinkDir>& nvlink_links) {
   Flow f;
   f.src_gpu = shard_flow.src_gpu;
@@ -86,6 +91,8 @@ Flow efficiency_companion(const Cluster& c, const Flow& shard_flow, const std::v
   const double e = nvls_efficiency(gpu_generation(c.spec.gpu));
   f.size_bytes = static_cast<Bytes>(static_cast<double>(shard_flow.size_bytes) * (1 / e - 1));
   f.latency_s = shard_flow.latency_s;
+  // A bounded shard moves at most its bound, and the switch's extra NVLink work keeps pace with it.
+  f.max_rate_Bps = shard_flow.max_rate_Bps * (1 / e - 1);
   return f;
 }
 
@@ -184,6 +191,12 @@ class NvlsTree final : public Algorithm {
     const int depth = tree_depth(first);
     const double shard = static_cast<double>(req.size_bytes) / static_cast<double>(per_node * static_cast<std::size_t>(req.channels));
     const bool simple = req.protocol.name == "Simple";
+    // busbw <= NCCL's channels x ceiling; all-reduce's algbw is busbw x n / 2(n-1), split over
+    // per_node x channels shard flows that move alike.
+    const double ranks = static_cast<double>(nodes * per_node);
+    const double cap_busbw_Bps =
+        static_cast<double>(per_node) * nvls_tree_channel_cap_GBps(gpu_generation(c.spec.gpu), static_cast<int>(nodes)) * 1e9;
+    const double shard_cap_Bps = simple ? cap_busbw_Bps * ranks / (2 * (ranks - 1)) / static_cast<double>(per_node * static_cast<std::size_t>(req.channels)) : 0;
     for (int ch = 0; ch < req.channels; ++ch) {
       const std::vector<int>& parents = ch % 2 == 0 ? first : second;
       for (std::size_t j = 0; j < per_node; ++j) {
@@ -217,6 +230,7 @@ class NvlsTree final : public Algorithm {
         for (std::size_t k = 0; k < segments.size(); ++k) {
           segments[k].size_bytes = wire_bytes(shard, req.protocol);
           segments[k].latency_s = latency;
+          segments[k].max_rate_Bps = shard_cap_Bps;
           add_shard(c, graph, std::move(segments[k]), segment_nvlink[k]);
         }
       }

@@ -23,6 +23,10 @@ struct Flow {
   /// bytes at `copies` times the weight, and end together: the fluid solver runs them so, and
   /// SimGrid gets them expanded.
   int copies = 1;
+  /// The most bytes/s one copy may move (0: no bound beyond its links): what a channel's kernel
+  /// can process however fast its links are (NCCL's per-channel bandwidth ceilings, tuner_nccl.hpp).
+  /// The fluid solver gives such a flow a private link of this capacity; SimGrid bounds the comm.
+  double max_rate_Bps = 0;
 };
 
 /// A step that only takes time on one GPU: a flow with no links and no bytes, lasting its latency.

@@ -104,6 +104,7 @@ FlowGraph split_flows(const Router& router, const FlowGraph& graph) {
     if (ways == 1) continue;
     f.links = all;
     f.size_bytes = way_bytes(f.size_bytes, ways);
+    f.max_rate_Bps /= ways;  // the flow's bound is on all its ways together, its rate one way's
   }
   return out;
 }

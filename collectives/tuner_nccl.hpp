@@ -25,6 +25,11 @@ const char* to_string(GpuGeneration g);
 /// switch's reduction and multicast reach, 0.85 on Hopper, 0.74 on Blackwell; 1 for generations
 /// without NVLS (nothing to scale).
 double nvls_efficiency(GpuGeneration g);
+/// NCCL's ceiling on one NVLS-tree channel's bus bandwidth (perChMaxNVLSTreeBws, GB/s, by nodes
+/// 1 / 2 / more): what a channel's thread blocks move while they split between the switch's
+/// reduction, network sends and receives, however fast the links (57.7 on Hopper at 2 nodes, 45.5
+/// beyond; 96 and 80 on Blackwell; NCCL's rows for older generations, which have no NVLS, unused).
+double nvls_tree_channel_cap_GBps(GpuGeneration g, int nodes);
 
 /// What NCCL's tuner knows of one communicator: its shape and its topology graphs' channels and
 /// per-channel bandwidths, here derived from the cluster.

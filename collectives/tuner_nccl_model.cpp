@@ -104,6 +104,10 @@ double nvls_efficiency(GpuGeneration g) {
   return e > 0 ? e : 1.0;
 }
 
+double nvls_tree_channel_cap_GBps(GpuGeneration g, int nodes) {
+  return kNvlsTreePerChannel_GBps[static_cast<std::size_t>(g)][static_cast<std::size_t>(std::clamp(nodes, 1, 3) - 1)];
+}
+
 NcclCost nccl_cost(const NcclTopology& t, Op op, const std::string& algorithm, const std::string& protocol) {
   const auto a_of = algo_of(algorithm);
   const auto p_of = proto_of(protocol);
@@ -132,7 +136,7 @@ NcclCost nccl_cost(const NcclTopology& t, Op op, const std::string& algorithm, c
     // In one node the NVLS search raises bwInter to twice bwIntra; a 2-node NVLS-tree doubles it.
     const double inter_bw = !multi ? 2 * intra : inter * ((t.nodes <= 2 && a == kNvlsTree) ? 2 : 1);
     bw = std::min(intra_bw, inter_bw);
-    if (a == kNvlsTree) bw = std::min(bw, kNvlsTreePerChannel_GBps[gen][col]);
+    if (a == kNvlsTree) bw = std::min(bw, nvls_tree_channel_cap_GBps(t.generation, t.nodes));
   }
   double bus = channels * bw;
   const double ll_max = kLLMax_GBps[multi ? 0 : gen][col];

@@ -7,6 +7,7 @@
 #include "collectives/spray.hpp"
 #include "simulator/fluid_solver.hpp"
 #include "simulator/simgrid_solver.hpp"
+#include "topologies/user_error.hpp"
 
 namespace clustersim {
 
@@ -22,6 +23,7 @@ void check_flow(const Flow& f, FlowId id, int gpus, std::size_t flows) {
       throw std::logic_error("flow " + std::to_string(id) + " waits on flow " + std::to_string(before) + ", not in the graph");
   const bool ok = f.src_gpu >= 0 && f.src_gpu < gpus && f.dst_gpu >= 0 && f.dst_gpu < gpus &&
                   std::isfinite(f.latency_s) && f.latency_s >= 0 && f.copies >= 1 &&
+                  std::isfinite(f.max_rate_Bps) && f.max_rate_Bps >= 0 &&
                   static_cast<double>(f.size_bytes) * f.copies < 0x1p60;
   if (!ok)
     throw std::logic_error("flow " + std::to_string(id) + " (GPU " + std::to_string(f.src_gpu) + " -> GPU " +
@@ -110,11 +112,19 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
   FlowGraph split;
   if (copy_split) split = split_flows(*impl_->split_router, input);
   const FlowGraph& graph = copy_split ? split : input;
-  bool copied = false;
+  bool copied = false, bounded = false;
   for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id) {
     check_flow(graph.flows[id], id, impl_->gpus, graph.flows.size());
     copied = copied || graph.flows[id].copies > 1;
+    bounded = bounded || graph.flows[id].max_rate_Bps > 0;
   }
+  // SimGrid 3.32 bounds a comm's rate only through a mailbox (Comm::set_rate asserts before a
+  // host-to-host comm starts, and its start ignores the rate), and its platform cannot grow a
+  // private link per flow once sealed.
+  if (bounded && !impl_->fluid)
+    throw UserError("command line", 0, "--solver",
+                    "fluid (NVLS-tree's flows carry NCCL's per-channel rate bound, perChMaxNVLSTreeBw, which the simgrid "
+                    "solvers cannot express)");
   std::vector<Seconds> finish;
   if (impl_->fluid) {
     finish = impl_->fluid->run(graph, spread_in_solver ? impl_->split_router.get() : nullptr);

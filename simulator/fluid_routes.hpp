@@ -25,7 +25,9 @@ class FluidRoutes {
 
   /// Interns the route of every flow that moves bytes (links and a size); others get none. With
   /// `spread`, each route goes the ways that router's fabric splits it (collectives/spray.hpp).
-  FluidRoutes(const FlowGraph& graph, const Router* spread) {
+  /// A flow with a rate bound (Flow::max_rate_Bps) gets a route of its own that also lists a
+  /// private link, numbered from `first_private` up, of the bound's capacity (private_caps()).
+  FluidRoutes(const FlowGraph& graph, const Router* spread, LinkDir first_private) {
     const std::size_t n = graph.flows.size();
     route_of_.assign(n, -1);
     // Open addressing, sized by the routes rather than the flows (the 1T run's 4.27M flows take
@@ -37,6 +39,15 @@ class FluidRoutes {
     for (std::size_t id = 0; id < n; ++id) {
       const Flow& f = graph.flows[id];
       if (f.links.empty() || f.size_bytes == 0) continue;
+      if (f.max_rate_Bps > 0) {  // not shared: the private link bounds this flow alone
+        route_of_[id] = static_cast<int>(first_flow_.size());
+        add_route(f, id, 1, spread, sorted, all);
+        const int ways = ways_.back();
+        distinct_.emplace_back(first_private + static_cast<LinkDir>(private_caps_.size()), 1.0);
+        distinct_begin_.back() = distinct_.size();
+        private_caps_.push_back(f.max_rate_Bps * f.copies / ways);  // the route's rate is one way's
+        continue;
+      }
       std::uint64_t h = mix(f.links.size());
       for (LinkDir l : f.links) h = mix(h ^ static_cast<std::uint32_t>(l));
       std::size_t at = h & (slots - 1);
@@ -57,23 +68,8 @@ class FluidRoutes {
           for (at = h & (slots - 1); table[at] >= 0;) at = (at + 1) & (slots - 1);
         }
         table[at] = static_cast<int>(first_flow_.size());
-        first_flow_.push_back(static_cast<FlowId>(id));
         hash_of.push_back(h);
-        flows_.push_back(0);
-        const int ways = spread ? spread_links(*spread, f.links, all) : 1;
-        ways_.push_back(ways);
-        if (ways > 1)
-          sorted.swap(all);
-        else
-          sorted.assign(f.links.begin(), f.links.end());
-        std::sort(sorted.begin(), sorted.end());
-        for (std::size_t i = 0; i < sorted.size();) {
-          std::size_t j = i;
-          while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-          distinct_.emplace_back(sorted[i], static_cast<double>(j - i));
-          i = j;
-        }
-        distinct_begin_.push_back(distinct_.size());
+        add_route(f, id, 0, spread, sorted, all);
       }
       route_of_[id] = table[at];
       ++flows_[static_cast<std::size_t>(table[at])];
@@ -90,6 +86,9 @@ class FluidRoutes {
   /// The route's links, each once with its count, in link order.
   std::span<const Listed> distinct(int route) const { return span_of(distinct_, distinct_begin_, route); }
 
+  /// The capacities (bytes/s) of the private links, from `first_private` up.
+  const std::vector<double>& private_caps() const { return private_caps_; }
+
   static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -97,6 +96,27 @@ class FluidRoutes {
   }
 
  private:
+  /// A new route: flow `id`'s distinct links, sorted, with their counts, taken by `flows` flows so far.
+  void add_route(const Flow& f, std::size_t id, int flows, const Router* spread, std::vector<LinkDir>& sorted,
+                 std::vector<LinkDir>& all) {
+    first_flow_.push_back(static_cast<FlowId>(id));
+    flows_.push_back(flows);
+    const int ways = spread ? spread_links(*spread, f.links, all) : 1;
+    ways_.push_back(ways);
+    if (ways > 1)
+      sorted.swap(all);
+    else
+      sorted.assign(f.links.begin(), f.links.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size();) {
+      std::size_t j = i;
+      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+      distinct_.emplace_back(sorted[i], static_cast<double>(j - i));
+      i = j;
+    }
+    distinct_begin_.push_back(distinct_.size());
+  }
+
   static std::span<const Listed> span_of(const std::vector<Listed>& all, const std::vector<std::size_t>& begin, int route) {
     const std::size_t r = static_cast<std::size_t>(route);
     return {all.data() + begin[r], begin[r + 1] - begin[r]};
@@ -108,6 +128,7 @@ class FluidRoutes {
   std::vector<int> ways_;             // [route]: the ways it goes
   std::vector<Listed> distinct_;
   std::vector<std::size_t> distinct_begin_{0};  // [route]: where its links start; one past the last
+  std::vector<double> private_caps_;           // [private link - first_private]
 };
 
 }  // namespace clustersim

@@ -30,7 +30,8 @@ struct FluidSolver::Tables {
     int bundle = -1;  // the bundle it is in while it carries a flow
     int at = 0;       // its place in that bundle's members
   };
-  std::vector<Link> link;
+  std::vector<Link> link;  // the cluster's link directions, then a run's private links (FluidRoutes)
+  std::size_t cluster_links = 0;
   // Kept between runs only for their allocations (hundreds of small runs time a plan's collectives
   // alone): a run hands out movers and bundles in the order a fresh one would, so its results do
   // not depend on the runs before it.
@@ -42,6 +43,7 @@ struct FluidSolver::Tables {
   bool equal_shares = false;
 
   void reset() {
+    link.resize(cluster_links);
     for (Link& l : link) l.bundle = -1;
     signatures.clear();
     clean = true;
@@ -53,10 +55,11 @@ namespace {
 class Run {
  public:
   Run(FluidSolver::Tables& t, const FlowGraph& graph, const Router* spread, long& solves, long& rated)
-      : t_(t), graph_(graph), routes_(graph, spread), solves_(solves), rated_(rated), link_(t.link), movers_(t.movers), bundles_(t.bundles),
+      : t_(t), graph_(graph), routes_(graph, spread, static_cast<LinkDir>(t.cluster_links)), solves_(solves), rated_(rated), link_(t.link), movers_(t.movers), bundles_(t.bundles),
         signatures_(t.signatures), mark_(t.mark) {
     if (!t.clean) t.reset();
     t.clean = false;  // until this run ends whole
+    for (double cap : routes_.private_caps()) link_.push_back({cap});
     for (int m = static_cast<int>(movers_.size()) - 1; m >= 0; --m) free_.push_back(m);
     for (int b = static_cast<int>(bundles_.size()) - 1; b >= 0; --b) free_bundles_.push_back(b);
     dirty_mark_ = ++mark_;
@@ -91,6 +94,7 @@ class Run {
       }
       settle();
     }
+    link_.resize(t_.cluster_links);  // the private links go with the run
     t_.clean = true;
     return std::move(finish_);
   }
@@ -607,6 +611,7 @@ class Run {
 FluidSolver::FluidSolver(std::vector<double> capacity_Bps, bool equal_shares) : tables_(std::make_unique<Tables>()) {
   tables_->equal_shares = equal_shares;
   tables_->link.resize(capacity_Bps.size());
+  tables_->cluster_links = capacity_Bps.size();
   for (std::size_t i = 0; i < capacity_Bps.size(); ++i) tables_->link[i].cap = capacity_Bps[i];
 }
 

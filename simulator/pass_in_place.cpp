@@ -28,12 +28,12 @@ FlowGraph merged_copies(FlowGraph sub) {
     for (FlowId a : f.after) awaited[static_cast<std::size_t>(a)] = true;
   FlowGraph out;
   std::vector<FlowId> moved(sub.flows.size(), -1);
-  std::map<std::tuple<int, int, Bytes, Seconds, std::vector<LinkDir>, std::vector<FlowId>>, FlowId> seen;
+  std::map<std::tuple<int, int, Bytes, Seconds, double, std::vector<LinkDir>, std::vector<FlowId>>, FlowId> seen;
   for (std::size_t i = 0; i < sub.flows.size(); ++i) {
     Flow& f = sub.flows[i];
     for (FlowId& a : f.after) a = moved[static_cast<std::size_t>(a)];
     if (!awaited[i]) {
-      auto [it, fresh] = seen.try_emplace({f.src_gpu, f.dst_gpu, f.size_bytes, f.latency_s, f.links, f.after},
+      auto [it, fresh] = seen.try_emplace({f.src_gpu, f.dst_gpu, f.size_bytes, f.latency_s, f.max_rate_Bps, f.links, f.after},
                                           static_cast<FlowId>(out.flows.size()));
       if (!fresh) {
         out.flows[static_cast<std::size_t>(it->second)].copies += f.copies;

@@ -14,6 +14,7 @@
 #include "collectives/collective.hpp"
 #include "simulator/engine.hpp"
 #include "support.hpp"
+#include "topologies/user_error.hpp"
 
 using namespace clustersim;
 
@@ -140,6 +141,30 @@ TEST_CASE("nvls_tree on 4 nodes: the inner NIC of each tree carries 4 crossings 
     check_exact(makespan(engine.run(find_algorithm("nvls_tree")->lower(router, request(Op::all_reduce, 16, s, 2, "ideal")))),
                 expected);
   }
+}
+
+TEST_CASE("nvls_tree under Simple runs at NCCL's ceiling of 57.7 GB/s bus bandwidth a channel on 2 Hopper nodes, one channel a GPU") {
+  // NCCL 2.30.7's perChMaxNVLSTreeBws (Hopper, 2 nodes) on its NVLS channels, one per local GPU:
+  // busbw <= G x 57.7 GB/s, algbw = busbw x n / 2(n-1). Here that is 131.9 GB/s, below what the
+  // NICs (G x 50 GB/s) and NVLink allow, so it binds; latencies cancel between two sizes.
+  const Cluster cluster = test::cluster_from_yaml(nvls_nodes(2));
+  const Router router(cluster);
+  FabricEngine engine(cluster);
+  const double ranks = 2 * kPerNode;
+  const double algbw_cap = kPerNode * 57.7e9 * ranks / (2 * (ranks - 1));
+  REQUIRE(algbw_cap < kPerNode * kNicBandwidth);
+  const Bytes s = 1ULL << 30;
+  auto time = [&](Bytes size, int channels) {
+    return makespan(engine.run(find_algorithm("nvls_tree")->lower(router, request(Op::all_reduce, 8, size, channels, "Simple"))));
+  };
+  for (int channels : {2, 16}) check_exact(time(2 * s, channels) - time(s, channels), s / algbw_cap);
+  // The ideal protocol has no kernel to bound: the NICs set the pace.
+  const Seconds ideal = makespan(engine.run(find_algorithm("nvls_tree")->lower(router, request(Op::all_reduce, 8, 2 * s, 2, "ideal")))) -
+                        makespan(engine.run(find_algorithm("nvls_tree")->lower(router, request(Op::all_reduce, 8, s, 2, "ideal"))));
+  check_exact(ideal, s / (kPerNode * kNicBandwidth));
+  // SimGrid cannot bound a host-to-host comm's rate: the simgrid solver refuses such flows.
+  FabricEngine simgrid(cluster, Solver::simgrid);
+  CHECK_THROWS_AS(simgrid.run(find_algorithm("nvls_tree")->lower(router, request(Op::all_reduce, 8, s, 2, "Simple"))), UserError);
 }
 
 TEST_CASE("nvls needs a declared NVLS switch and one node, nvls_tree several nodes, and both Simple") {

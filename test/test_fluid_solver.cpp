@@ -249,6 +249,42 @@ TEST_CASE("a long flow's links split off and merge back as short flows come and 
   CHECK(fluid.run(g) == t);
 }
 
+TEST_CASE("a flow's rate bound holds it below its links' share, and what it leaves goes to the flows beside it") {
+  // One link of 1 GB/s under equal sharing. a: 1 MB bounded at 200 MB/s; b: 1 MB unbounded;
+  // c: two copies of 0.5 MB, each bounded at 100 MB/s, on a link of its own. No latencies.
+  FluidSolver fluid({1e9, 1e9}, /*equal_shares=*/true);
+  FlowGraph g;
+  Flow a, b, c;
+  a.links = {0};
+  a.size_bytes = 1'000'000;
+  a.max_rate_Bps = 200e6;
+  b.links = {0};
+  b.size_bytes = 1'000'000;
+  c.links = {1};
+  c.size_bytes = 500'000;
+  c.copies = 2;
+  c.max_rate_Bps = 100e6;
+  g.add(a);
+  g.add(b);
+  g.add(c);
+  g.add(a);  // the same bounded flow again: its own bound, not a share of the first one's
+  const std::vector<Seconds> t = fluid.run(g);
+  // Max-min: the two a flows are held at 200 MB/s each, b takes the 600 MB/s left of link 0 and
+  // ends at 1 MB / 600 MB/s; then the a flows, at their bound still, end at 1 MB / 200 MB/s.
+  CHECK(t[1] == Approx(1e6 / 600e6).epsilon(1e-12));
+  CHECK(t[0] == Approx(1e6 / 200e6).epsilon(1e-12));
+  CHECK(t[3] == Approx(1e6 / 200e6).epsilon(1e-12));
+  // Each copy of c moves at its own bound: 0.5 MB at 100 MB/s, however idle its link.
+  CHECK(t[2] == Approx(0.5e6 / 100e6).epsilon(1e-12));
+  // The private links go with the run: the same graph again gives the same times, and a graph
+  // without bounds gets the links alone.
+  CHECK(fluid.run(g) == t);
+  FlowGraph free;
+  b.max_rate_Bps = 0;
+  free.add(b);
+  CHECK(fluid.run(free)[0] == Approx(1e6 / 1e9).epsilon(1e-12));
+}
+
 TEST_CASE("run --solver picks the solver, gives SimGrid's iteration, and takes only the solvers listed") {
   const std::string scenario = test::source_path("scenarios/gpt3-175b-h100-pp16.yaml");
   const nlohmann::json ours = test::cli_json("run " + scenario + " --fold exact");
