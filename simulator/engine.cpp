@@ -123,7 +123,7 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
   // private link per flow once sealed.
   if (bounded && !impl_->fluid)
     throw UserError("command line", 0, "--solver",
-                    "fluid (NVLS-tree's flows carry NCCL's per-channel rate bound, perChMaxNVLSTreeBw, which the simgrid "
+                    "expected fluid (NVLS-tree's flows carry NCCL's per-channel rate bound, perChMaxNVLSTreeBw, which the simgrid "
                     "solvers cannot express)");
   std::vector<Seconds> finish;
   if (impl_->fluid) {
