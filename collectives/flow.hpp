@@ -25,8 +25,8 @@ struct Flow {
   int copies = 1;
   /// The most bytes/s one copy may move (0: no bound beyond its links): what a channel's kernel
   /// can process however fast its links are (NCCL's per-channel bandwidth ceilings, tuner_nccl.hpp).
-  /// The fluid solver gives such a flow a private link of this capacity; the simgrid solvers,
-  /// which cannot bound a host-to-host comm, refuse it (engine.cpp).
+  /// Each solver gives such a flow a private link of this capacity (SimGrid's from a pool made
+  /// with its platform: it cannot bound a host-to-host comm's rate).
   double max_rate_Bps = 0;
 };
 

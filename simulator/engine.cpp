@@ -7,7 +7,6 @@
 #include "collectives/spray.hpp"
 #include "simulator/fluid_solver.hpp"
 #include "simulator/simgrid_solver.hpp"
-#include "topologies/user_error.hpp"
 
 namespace clustersim {
 
@@ -112,19 +111,11 @@ std::vector<Seconds> FabricEngine::run(const FlowGraph& input) {
   FlowGraph split;
   if (copy_split) split = split_flows(*impl_->split_router, input);
   const FlowGraph& graph = copy_split ? split : input;
-  bool copied = false, bounded = false;
+  bool copied = false;
   for (FlowId id = 0; id < static_cast<FlowId>(graph.flows.size()); ++id) {
     check_flow(graph.flows[id], id, impl_->gpus, graph.flows.size());
     copied = copied || graph.flows[id].copies > 1;
-    bounded = bounded || graph.flows[id].max_rate_Bps > 0;
   }
-  // SimGrid 3.32 bounds a comm's rate only through a mailbox (Comm::set_rate asserts before a
-  // host-to-host comm starts, and its start ignores the rate), and its platform cannot grow a
-  // private link per flow once sealed.
-  if (bounded && !impl_->fluid)
-    throw UserError("command line", 0, "--solver",
-                    "expected fluid (NVLS-tree's flows carry NCCL's per-channel rate bound, perChMaxNVLSTreeBw, which the simgrid "
-                    "solvers cannot express)");
   std::vector<Seconds> finish;
   if (impl_->fluid) {
     finish = impl_->fluid->run(graph, spread_in_solver ? impl_->split_router.get() : nullptr);

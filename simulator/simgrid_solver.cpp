@@ -27,12 +27,14 @@ class FlowRoutedZone final : public routing::NetZoneImpl {
   const std::vector<sg4::Link*>* links = nullptr;  // by LinkDir
   // The comm being started: the links it crosses and the latency it pays first.
   const std::vector<LinkDir>* route = nullptr;
+  sg4::Link* bound = nullptr;  // and, for a rate-bounded flow, its private link
   Seconds latency_s = 0;
 
   void get_local_route(const routing::NetPoint*, const routing::NetPoint*, routing::Route* into,
                        double* latency) override {
     assert(route && "a route is asked for only while the engine starts a flow");
     for (LinkDir d : *route) into->link_list_.push_back((*links)[d]->get_impl());
+    if (bound) into->link_list_.push_back(bound->get_impl());
     if (latency) *latency += latency_s;
   }
 };
@@ -58,6 +60,11 @@ struct SimGridSolver::Impl {
   FlowRoutedZone* zone = nullptr;
   std::vector<sg4::Host*> hosts;
   std::vector<sg4::Link*> links;  // [LinkDir]
+  // Private links for rate-bounded flows (Flow::max_rate_Bps): SimGrid 3.32 ignores a host-to-host
+  // comm's rate and a sealed platform takes no new links, so a pool is made with the platform and
+  // each bounded flow holds one, set to its bound, while its bytes move.
+  std::vector<sg4::Link*> bound_pool, bound_free;
+  std::unordered_map<FlowId, sg4::Link*> bound_of;
 
   // State of the current run.
   const FlowGraph* graph = nullptr;
@@ -92,11 +99,21 @@ struct SimGridSolver::Impl {
     const Flow& f = graph->flows[leg.flow];
     zone->route = leg.bytes ? &f.links : &no_links;
     zone->latency_s = leg.latency ? f.latency_s : 0;
+    if (leg.bytes && f.max_rate_Bps > 0 && moves_bytes(f)) {
+      if (bound_free.empty())
+        throw std::logic_error("more than " + std::to_string(bound_pool.size()) +
+                               " rate-bounded flows at once: the simgrid solver's pool of private links is spent");
+      zone->bound = bound_free.back();
+      bound_free.pop_back();
+      zone->bound->set_bandwidth(f.max_rate_Bps);  // one copy: SimGrid runs copies expanded
+      bound_of[leg.flow] = zone->bound;
+    }
     sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[f.src_gpu], hosts[f.dst_gpu]);
     comm->set_payload_size(leg.bytes ? f.size_bytes : 0);
     leg_of[comm.get()] = leg;
     comm->start();
     zone->route = nullptr;
+    zone->bound = nullptr;
     comms[leg.flow] = comm;
   }
 
@@ -116,6 +133,10 @@ struct SimGridSolver::Impl {
     const FlowId id = leg.flow;
     leg_of.erase(it);
     if (!leg.bytes) return start_leg({id, false, true});
+    if (auto b = bound_of.find(id); b != bound_of.end()) {
+      bound_free.push_back(b->second);
+      bound_of.erase(b);
+    }
     std::vector<FlowId> ready;
     finish_and_release(id, ready);
     start_all(std::move(ready));
@@ -154,6 +175,16 @@ SimGridSolver::SimGridSolver(const Cluster& cluster, bool full_updates) : impl_(
     impl_->links[forward(l)] = link->get_link_up();
     impl_->links[backward(l)] = link->get_link_down();
   }
+  // A bounded flow is a channel of a collective: a few per GPU at a time (NVLS-tree on 2 nodes
+  // runs 16 per GPU with their companions); 64 per GPU leaves room for several at once.
+  const int pool = std::min(64 * cluster.gpu_count(), 1 << 17);
+  for (int i = 0; i < pool; ++i) {
+    sg4::Link* link = zone->create_link("bound" + std::to_string(i), std::vector<double>{1.0});
+    link->set_latency(0);
+    link->seal();
+    impl_->bound_pool.push_back(link);
+  }
+  impl_->bound_free.assign(impl_->bound_pool.rbegin(), impl_->bound_pool.rend());
   zone->links = &impl_->links;
   zone->seal();
   sg4::Activity::on_completion_cb([impl = impl_.get()](const sg4::Activity& a) { impl->on_done(a); });

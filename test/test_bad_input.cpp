@@ -207,13 +207,6 @@ TEST_CASE("NVLS across nodes, or under a protocol NCCL does not run it with, is 
                    "nvls runs only NCCL's Simple protocol (or ideal), not LL");
 }
 
-TEST_CASE("NVLS-tree under the simgrid solvers, which cannot bound a flow's rate, is rejected") {
-  const std::string cluster = clustersim::test::source_path(kSuperpod);
-  for (const char* solver : {"simgrid", "simgrid-full"})
-    expect_cli_error("collective --cluster " + cluster + " --gpus 16 --algo nvls_tree -b 1M -e 1M --solver " + solver,
-                     "command line", "--solver", "expected fluid (NVLS-tree's flows carry NCCL's per-channel rate bound");
-}
-
 TEST_CASE("nvls: true on a full-mesh node is rejected at its line") {
   expect_cluster_error({"scenarios/clusters/mi300x-cluster.yaml", "latency_us: 0.5}", "latency_us: 0.5, nvls: true}",
                         "nvls: true", "node.scale_up.nvls"},
