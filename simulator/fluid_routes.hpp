@@ -33,7 +33,9 @@ class FluidRoutes {
     // Open addressing, sized by the routes rather than the flows (the 1T run's 4.27M flows take
     // far fewer routes, and a table over every flow was 64 MiB of pages to fault in).
     std::size_t slots = 1024;
-    std::vector<int> table(slots, -1);
+    // The table holds interned routes k, each with its hash and its route (bounded flows' routes
+    // are not interned, so k and the route number part once there is one).
+    std::vector<int> table(slots, -1), route_at;
     std::vector<std::uint64_t> hash_of;
     std::vector<LinkDir> sorted, all;
     for (std::size_t id = 0; id < n; ++id) {
@@ -52,27 +54,29 @@ class FluidRoutes {
       for (LinkDir l : f.links) h = mix(h ^ static_cast<std::uint32_t>(l));
       std::size_t at = h & (slots - 1);
       for (; table[at] >= 0; at = (at + 1) & (slots - 1)) {
-        const int r = table[at];
-        if (hash_of[static_cast<std::size_t>(r)] == h && graph.flows[static_cast<std::size_t>(first_flow_[static_cast<std::size_t>(r)])].links == f.links)
-          break;
+        const std::size_t k = static_cast<std::size_t>(table[at]);
+        const std::size_t r = static_cast<std::size_t>(route_at[k]);
+        if (hash_of[k] == h && graph.flows[static_cast<std::size_t>(first_flow_[r])].links == f.links) break;
       }
       if (table[at] < 0) {  // a new route: its distinct links, sorted, with their counts
-        if (2 * (first_flow_.size() + 1) > slots) {  // at most half full
+        if (2 * (hash_of.size() + 1) > slots) {  // at most half full
           slots *= 2;
           table.assign(slots, -1);
-          for (std::size_t r = 0; r < hash_of.size(); ++r) {
-            std::size_t to = hash_of[r] & (slots - 1);
+          for (std::size_t k = 0; k < hash_of.size(); ++k) {
+            std::size_t to = hash_of[k] & (slots - 1);
             while (table[to] >= 0) to = (to + 1) & (slots - 1);
-            table[to] = static_cast<int>(r);
+            table[to] = static_cast<int>(k);
           }
           for (at = h & (slots - 1); table[at] >= 0;) at = (at + 1) & (slots - 1);
         }
-        table[at] = static_cast<int>(first_flow_.size());
+        table[at] = static_cast<int>(hash_of.size());
         hash_of.push_back(h);
+        route_at.push_back(static_cast<int>(first_flow_.size()));
         add_route(f, id, 0, spread, sorted, all);
       }
-      route_of_[id] = table[at];
-      ++flows_[static_cast<std::size_t>(table[at])];
+      const int route = route_at[static_cast<std::size_t>(table[at])];
+      route_of_[id] = route;
+      ++flows_[static_cast<std::size_t>(route)];
     }
   }
 
