@@ -100,6 +100,13 @@ FlowGraph random_graph(const Router& router, int gpus, unsigned seed, int flows,
   return g;
 }
 
+/// The largest difference between two runs' finish times, relative to the first's (1 us at least).
+double worst_relative_difference(const std::vector<Seconds>& want, const std::vector<Seconds>& got) {
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(want[i], 1e-6));
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE("under latency sharing the fluid solver gives SimGrid's finish times on random flow graphs over an oversubscribed fat tree") {
@@ -114,8 +121,7 @@ TEST_CASE("under latency sharing the fluid solver gives SimGrid's finish times o
     const FlowGraph g = random_graph(router, c.gpu_count(), seed, 600, seed <= 6 ? 6 : 40);
     const std::vector<Seconds> want = simgrid.run(g), got = fluid.run(g);
     REQUIRE(got.size() == want.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(want[i], 1e-6));
+    const double worst = worst_relative_difference(want, got);
     INFO("seed " << seed << ": " << g.flows.size() << " flows, " << fluid.solves() << " solves");
     CHECK(worst < 1e-6);
     CHECK(makespan(got) > 0);
@@ -134,8 +140,7 @@ TEST_CASE("under equal sharing the fluid solver gives SimGrid's finish times on 
     const FlowGraph g = random_graph(router, c.gpu_count(), seed, 600, seed <= 6 ? 6 : 40);
     const std::vector<Seconds> want = simgrid.run(g), got = fluid.run(g);
     REQUIRE(got.size() == want.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(want[i], 1e-6));
+    const double worst = worst_relative_difference(want, got);
     INFO("seed " << seed << ": " << g.flows.size() << " flows");
     CHECK(worst < 1e-6);
   }
@@ -157,8 +162,7 @@ void check_bounded_graphs(const char* sharing) {
     REQUIRE(bounded > 100);
     const std::vector<Seconds> want = simgrid.run(g), got = fluid.run(g);
     REQUIRE(got.size() == want.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(want[i], 1e-6));
+    const double worst = worst_relative_difference(want, got);
     INFO(sharing << " sharing, seed " << seed << ": " << g.flows.size() << " flows, " << bounded << " bounded");
     CHECK(worst < 1e-6);
     // The bounds bind: without them the same graph times differently (not always sooner: max-min
