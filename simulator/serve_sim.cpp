@@ -50,12 +50,17 @@ struct Lane {
 /// A replica runs its lanes' batches through its pipeline stages, each stage one batch at a time in
 /// the order they started (a flow shop: a batch enters stage j once it left stage j - 1 and the batch
 /// before it left stage j). With one stage or one lane, a batch's iteration is its forward alone.
+/// Under data-parallel attention the lanes are the attention ranks, each on its own GPUs with its
+/// own KV cache, and they step together (lockstep): one iteration runs every rank's batch.
 struct Replica {
   std::vector<Lane> lanes;
   std::vector<Seconds> stage_free_s;  // when each stage is done with the batches already in it
   std::vector<int> stage_gpus;        // each stage's first GPU (the replica's first GPU first)
   int model = 0;  // into the loop's ModelCosts
   SplitMix64 rng;
+  bool lockstep = false;
+  bool busy = false;                        // lockstep: a step is running
+  std::vector<std::vector<int>> lane_gpus = {};  // lockstep: each attention rank's GPUs
 
   long outstanding() const { return sum([](const ReplicaScheduler& s) { return s.outstanding(); }); }
   long free_blocks() const { return sum([](const ReplicaScheduler& s) { return s.free_blocks(); }); }
@@ -105,20 +110,34 @@ class Loop {
     const long swap_blocks = r_.memory.block_bytes > 0 ? long(s.kv.swap_space_GiB * 1024 * 1024 * 1024 / double(r_.memory.block_bytes)) : 0;
     const LinkSpec& pcie = s.cluster.node.pcie_link;
     swap_Bps_ = pcie.bandwidth_Bps * s.cluster.efficiency(pcie.type);
-    const int lanes = s.scheduler.batches_in_flight, pp = s.parallel.pp;
+    const int pp = s.parallel.pp, ranks = s.parallel.dp_attention, tp = s.parallel.tp;
+    const bool lockstep = ranks > 1;
+    const int lanes = lockstep ? ranks : s.scheduler.batches_in_flight;
+    // The blocks split evenly between pipelined lanes (vLLM divides them between its virtual
+    // engines); an attention rank has its own GPUs' blocks.
+    const int share = lockstep ? 1 : lanes;
     for (int k = 0; k < s.replicas; ++k) {
       const ReplicaRole role = !d.enabled ? ReplicaRole::both : k < d.prefill_replicas ? ReplicaRole::prefill : ReplicaRole::decode;
       const ReplicaMemory& mem = models_[std::size_t(replica_model[std::size_t(k)])].memory;
       const std::vector<int>& gpus = s.placement[std::size_t(k)].gpus;
       Replica rep{{}, std::vector<Seconds>(std::size_t(pp), 0), {}, replica_model[std::size_t(k)],
                   SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1)};
-      // The blocks split evenly between the lanes (vLLM divides them between its virtual engines).
+      rep.lockstep = lockstep;
       for (int l = 0; l < lanes; ++l)
-        rep.lanes.push_back({ReplicaScheduler(s.scheduler, mem.blocks / lanes, s.kv.block_tokens, s.speculative.tokens, role,
-                                              swap_blocks / lanes, s.kv.prefix_caching),
+        rep.lanes.push_back({ReplicaScheduler(s.scheduler, mem.blocks / share, s.kv.block_tokens, s.speculative.tokens, role,
+                                              swap_blocks / share, s.kv.prefix_caching),
                              {}, false, 0, std::vector<std::pair<Seconds, Seconds>>(std::size_t(pp))});
-      for (int j = 0; j < pp; ++j) rep.stage_gpus.push_back(gpus[std::size_t(j * s.parallel.tp)]);
+      for (int j = 0; j < pp; ++j) rep.stage_gpus.push_back(gpus[std::size_t(j * tp)]);
+      if (lockstep)
+        for (int l = 0; l < lanes; ++l) rep.lane_gpus.emplace_back(gpus.begin() + l * tp, gpus.begin() + (l + 1) * tp);
       replicas_.push_back(std::move(rep));
+      if (lockstep) {
+        for (int l = 0; l < lanes; ++l) {
+          const int gpu = gpus[std::size_t(l * tp)];
+          if (trace_ && trace_->wants(gpu, true)) trace_->place(gpu, l, k);
+        }
+        continue;
+      }
       for (int j = 0; j < pp; ++j) {
         const int gpu = replicas_.back().stage_gpus[std::size_t(j)];
         if (trace_ && trace_->wants(gpu, true) && (j == 0 || lanes > 1)) trace_->place(gpu, j, k);
@@ -134,7 +153,10 @@ class Loop {
       st.target_tokens = q.prompt_tokens;
       r_.requests.push_back(st);
     }
-    if (d.enabled) kv_started_s_.assign(r_.requests.size(), 0);
+    if (d.enabled) {
+      kv_started_s_.assign(r_.requests.size(), 0);
+      kv_lane_.assign(r_.requests.size(), -1);
+    }
     interval_s_ = s.series_interval_s;
     if (interval_s_ <= 0) {
       const Seconds last = stream.empty() ? 1 : stream.back().arrival_s;
@@ -171,7 +193,7 @@ class Loop {
       } else if (e.kind == EventKind::kv_arrival) {
         const int k = r_.requests[std::size_t(e.index)].replica;
         add_inbound(k, -1);
-        start_if_idle(k, enqueue(k, e.index), now);
+        start_if_idle(k, enqueue(k, e.index, kv_lane_[std::size_t(e.index)]), now);
       } else {
         finish(int(e.index), e.lane, now);
       }
@@ -235,21 +257,32 @@ class Loop {
     return best;
   }
 
-  /// Hands a request to replica k's lane with the fewest requests (vLLM's choice between its
-  /// virtual engines), the first of those tied; returns the lane. least_loaded's index:
-  /// (outstanding requests, replica) per pool, kept as they change.
-  int enqueue(int k, long id) {
-    Replica& rep = replicas_[std::size_t(k)];
+  /// Replica k's lane with the fewest requests (vLLM's choice between its virtual engines, and
+  /// between data-parallel attention ranks), the first of those tied.
+  int least_loaded_lane(int k) const {
+    const Replica& rep = replicas_[std::size_t(k)];
     int lane = 0;
     for (int l = 1; l < int(rep.lanes.size()); ++l)
       if (rep.lanes[std::size_t(l)].scheduler.outstanding() < rep.lanes[std::size_t(lane)].scheduler.outstanding()) lane = l;
+    return lane;
+  }
+  /// Hands a request to replica k's `lane` (-1: the least loaded); returns the lane. least_loaded's
+  /// index: (outstanding requests, replica) per pool, kept as they change.
+  int enqueue(int k, long id, int lane = -1) {
+    Replica& rep = replicas_[std::size_t(k)];
+    if (lane < 0) lane = least_loaded_lane(k);
     forget_load(k);
     rep.lanes[std::size_t(lane)].scheduler.enqueue(id);
     note_load(k);
     return lane;
   }
   void start_if_idle(int k, int lane, Seconds now) {
-    if (!replicas_[std::size_t(k)].lanes[std::size_t(lane)].busy) start(k, lane, now);
+    const Replica& rep = replicas_[std::size_t(k)];
+    if (rep.lockstep) {
+      if (!rep.busy) step(k, now);
+    } else if (!rep.lanes[std::size_t(lane)].busy) {
+      start(k, lane, now);
+    }
   }
   void forget_load(int k) { load_[k < front_end_ ? 0 : 1].erase({load(k), k}); }
   void note_load(int k) { load_[k < front_end_ ? 0 : 1].insert({load(k), k}); }
@@ -271,15 +304,7 @@ class Loop {
     const BatchShape& shape = ln.plan.shape;
     ModelCosts& m = models_[std::size_t(rep.model)];
     const IterationTime it = shape.tokens() > 0 ? m.cost->time(shape) : IterationTime{};
-    // Before the forward: swap copies over PCIe and the speculative proposer.
-    Seconds before = 0;
-    if (const long swapped = ln.plan.swap_out_tokens + ln.plan.swap_in_tokens; swapped > 0) {
-      const Seconds swap = double(swapped) * r_.memory.kv_bytes_per_token / swap_Bps_;
-      before += swap;
-      r_.swap_s_sum += swap;
-      r_.swapped_tokens += swapped;
-    }
-    if (shape.decode_requests > 0 && s_.speculative.method != SpeculativeMethod::none) before += proposer_s(m, shape);
+    const Seconds before = before_forward_s(m, ln.plan);
     ln.started_s = now;
     ++r_.iterations;
     r_.batch_requests_sum += double(ln.plan.items.size());
@@ -287,6 +312,47 @@ class Loop {
     r_.max_batch_requests = std::max(r_.max_batch_requests, long(ln.plan.items.size()));
     const Seconds end = rep.stage_free_s.size() == 1 ? now + (it.total_s + before) : through_stages(rep, ln, it, now + before);
     events_.push({end, seq_++, EventKind::iteration_end, k, lane});
+  }
+
+  /// One step of a lockstep replica: every attention rank plans its batch, and the step takes the
+  /// slowest rank's own work plus the experts over all their tokens (IterationCost::time_ranks),
+  /// after the longest of the ranks' swap copies and speculative proposers (each on its own GPUs).
+  void step(int k, Seconds now) {
+    Replica& rep = replicas_[std::size_t(k)];
+    ModelCosts& m = models_[std::size_t(rep.model)];
+    std::vector<BatchShape> shapes;
+    Seconds before = 0;
+    long requests = 0, tokens = 0;
+    for (Lane& ln : rep.lanes) {
+      ln.plan = ln.scheduler.plan(r_.requests);
+      ln.busy = !ln.plan.empty() || ln.plan.swap_out_tokens + ln.plan.swap_in_tokens > 0;
+      ln.started_s = now;
+      shapes.push_back(ln.plan.shape);
+      before = std::max(before, before_forward_s(m, ln.plan));
+      requests += long(ln.plan.items.size());
+      tokens += ln.plan.shape.tokens();
+    }
+    rep.busy = std::any_of(rep.lanes.begin(), rep.lanes.end(), [](const Lane& l) { return l.busy; });
+    if (!rep.busy) return;
+    const IterationTime it = tokens > 0 ? m.cost->time_ranks(shapes) : IterationTime{};
+    ++r_.iterations;
+    r_.batch_requests_sum += double(requests);
+    r_.batch_tokens_sum += double(tokens);
+    r_.max_batch_requests = std::max(r_.max_batch_requests, requests);
+    events_.push({now + before + it.total_s, seq_++, EventKind::iteration_end, k, -1});
+  }
+
+  /// Before a batch's forward: its swap copies over PCIe and the speculative proposer.
+  Seconds before_forward_s(ModelCosts& m, const ServeBatch& plan) {
+    Seconds before = 0;
+    if (const long swapped = plan.swap_out_tokens + plan.swap_in_tokens; swapped > 0) {
+      const Seconds swap = double(swapped) * r_.memory.kv_bytes_per_token / swap_Bps_;
+      before += swap;
+      r_.swap_s_sum += swap;
+      r_.swapped_tokens += swapped;
+    }
+    if (plan.shape.decode_requests > 0 && s_.speculative.method != SpeculativeMethod::none) before += proposer_s(m, plan.shape);
+    return before;
   }
 
   /// A batch entering the pipeline at `enter`: each stage takes 1/pp of the layers' work (the
@@ -318,11 +384,30 @@ class Loop {
     return k * ((one.linear_s + one.attention_s + one.communication_s) / m.cost->layers() + one.logits_s);
   }
 
+  /// A batch's end (lane -1: a lockstep replica's step, every rank's batch).
   void finish(int k, int lane, Seconds now) {
+    Replica& rep = replicas_[std::size_t(k)];
+    if (lane >= 0) {
+      Lane& ln = rep.lanes[std::size_t(lane)];
+      complete(k, lane, now);
+      ln.busy = false;
+      if (!ln.scheduler.idle()) start(k, lane, now);
+      return;
+    }
+    for (int l = 0; l < int(rep.lanes.size()); ++l)
+      if (rep.lanes[std::size_t(l)].busy) complete(k, l, now);
+    rep.busy = false;
+    for (Lane& ln : rep.lanes) ln.busy = false;
+    if (std::any_of(rep.lanes.begin(), rep.lanes.end(), [](const Lane& l) { return !l.scheduler.idle(); })) step(k, now);
+  }
+
+  /// Hands a finished batch's tokens to its requests; a prompt the prefill pool finished starts its
+  /// KV cache's move to a decode replica.
+  void complete(int k, int lane, Seconds now) {
     Replica& rep = replicas_[std::size_t(k)];
     Lane& ln = rep.lanes[std::size_t(lane)];
     const ServeBatch plan = std::move(ln.plan);
-    if (trace_) trace_iteration(rep, ln, plan, now);
+    if (trace_) trace_iteration(rep, ln, plan, now, lane);
     r_.kv_utilization_time_integral +=
         (now - ln.started_s) * double(ln.scheduler.total_blocks() - ln.scheduler.free_blocks()) / double(rep.total_blocks());
     const int spec = s_.speculative.tokens;
@@ -341,18 +426,21 @@ class Loop {
     for (long id : done_) {
       RequestState& r = r_.requests[std::size_t(id)];
       if (r.finished()) continue;
-      // Prefilled on the prefill pool: its KV cache moves to a decode replica.
+      // Prefilled on the prefill pool: its KV cache moves to a decode replica (under data-parallel
+      // attention, between the two attention ranks' GPUs; the decode rank is chosen now).
       const int to = route(front_end_, s_.replicas, -1);
       const double bytes = double(r.computed_tokens) * r_.memory.kv_bytes_per_token;
       r.replica = to;
       add_inbound(to, +1);
       kv_started_s_[std::size_t(id)] = now;
-      r_.kv_transfer_alone_s_sum += kv_.start(now, id, s_.placement[std::size_t(k)].gpus, s_.placement[std::size_t(to)].gpus, bytes);
+      const Replica& dst = replicas_[std::size_t(to)];
+      if (dst.lockstep) kv_lane_[std::size_t(id)] = least_loaded_lane(to);
+      const std::vector<int>& from_gpus = rep.lockstep ? rep.lane_gpus[std::size_t(lane)] : s_.placement[std::size_t(k)].gpus;
+      const std::vector<int>& to_gpus = dst.lockstep ? dst.lane_gpus[std::size_t(kv_lane_[std::size_t(id)])] : s_.placement[std::size_t(to)].gpus;
+      r_.kv_transfer_alone_s_sum += kv_.start(now, id, from_gpus, to_gpus, bytes);
       started_kv = true;
     }
     if (started_kv) wake_kv();
-    ln.busy = false;
-    if (!ln.scheduler.idle()) start(k, lane, now);
   }
 
   /// A wake-up at the next KV shard's end, for the present rates.
@@ -363,9 +451,10 @@ class Loop {
 
   /// One slice per iteration on the replica's first GPU; with batches pipelined, one per stage the
   /// batch ran on, on that stage's first GPU.
-  void trace_iteration(const Replica& rep, const Lane& ln, const ServeBatch& plan, Seconds now) {
-    const bool pipelined = rep.lanes.size() > 1;
-    if (!pipelined && !trace_->wants(rep.stage_gpus.front(), true)) return;
+  void trace_iteration(const Replica& rep, const Lane& ln, const ServeBatch& plan, Seconds now, int lane) {
+    const bool pipelined = rep.lanes.size() > 1 && !rep.lockstep;
+    const int first_gpu = rep.lockstep ? rep.lane_gpus[std::size_t(lane)].front() : rep.stage_gpus.front();
+    if (!pipelined && !trace_->wants(first_gpu, true)) return;
     long prefill = 0, decode = 0;
     for (const ScheduledItem& it : plan.items) (it.decode ? decode : prefill) += it.tokens;
     label_ = fmt::format("{} prefill tokens in {} chunks, {} decode requests", prefill, plan.shape.chunks.size(),
@@ -377,7 +466,7 @@ class Loop {
     if (!pipelined) {
       rec.start_s = ln.started_s;
       rec.end_s = now;
-      trace_->event(rep.stage_gpus.front(), -1, rec);
+      trace_->event(first_gpu, -1, rec);
       return;
     }
     for (std::size_t j = 0; j < rep.stage_gpus.size(); ++j) {
@@ -412,6 +501,7 @@ class Loop {
   ServingComm comm_;
   KvTransfers kv_;                     // KV caches in flight between the pools
   std::vector<Seconds> kv_started_s_;  // per request, when its KV cache left (disaggregated)
+  std::vector<int> kv_lane_;           // per request, the decode attention rank it goes to (-1: any)
   std::vector<long> inbound_;          // per replica, KV caches on their way to it
   std::vector<ModelCosts> models_;
   std::vector<Replica> replicas_;

@@ -8,7 +8,7 @@
 //
 // Choices where the serving engines differ or the input is silent:
 //  - replicas are placed as workloads/serving/replica_placement.hpp says (on one model: replica r
-//    from GPU r x tp x pp); the replicas of one GPU model share one iteration cost, timed on the
+//    from GPU r x tp x pp x dp_attention); the replicas of one GPU model share one iteration cost, timed on the
 //    first one's GPUs, and each has its model's KV blocks; replicas do not contend on the fabric;
 //  - round_robin cycles the pool; least_loaded picks the fewest requests waiting or running;
 //    kv_aware the most free KV blocks (then the fewest requests); ties go to the lowest index;
@@ -19,6 +19,11 @@
 //  - swap preemption: an iteration first copies its swapped-out and swapped-in KV tokens between
 //    HBM and host memory, each GPU its shard over its own PCIe link (the node's pcie link at its
 //    efficiency), kv_bytes_per_token of the fullest GPU a token, before its forward;
+//  - data-parallel attention: a replica's attention ranks are its lanes, each with its own
+//    scheduler over its own GPUs' KV blocks, stepping together (a step starts when the last ended
+//    and any rank has work; every rank plans its batch then); a new request goes to the rank with
+//    the fewest, and a KV cache arriving from the prefill pool to the decode rank chosen when it
+//    left, between the two ranks' GPUs;
 //  - speculative decoding: each decode step first runs the proposer (a draft model's `tokens`
 //    sequential decode steps on the same GPUs, or `tokens` MTP modules, each one target layer and
 //    one output layer), then one target forward verifies tokens + 1 positions per request; token i

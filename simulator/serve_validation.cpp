@@ -112,7 +112,8 @@ ServeValidationResult run_serve_validation(const ServeValidationRow& row) {
     shape.decode_requests = row.decode_batch.requests;
     shape.decode_context_tokens = double(row.decode_batch.requests * (row.decode_batch.context_tokens + 1));
     shape.sampled_rows = row.decode_batch.requests;
-    out.predicted = cost.time(shape).total_s;
+    const int ranks = s.parallel.dp_attention;
+    out.predicted = ranks > 1 ? cost.time_ranks(std::vector<BatchShape>(std::size_t(ranks), shape)).total_s : cost.time(shape).total_s;
   } else {
     out.predicted = run_metric(summarize_serving(s, simulate_serving(s)), row.metric);
   }

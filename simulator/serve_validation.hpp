@@ -9,7 +9,8 @@
 // Metrics: a latency percentile of a run (ttft_, tpot_, e2e_ with _p50_s, _p90_s, _p99_s),
 // throughput over a run (output_tokens_per_s, requests_per_s), or decode_iteration_s, one decode
 // iteration of `decode_batch: {requests, context_tokens}` timed by the iteration model alone, for
-// papers that publish per-iteration decode times rather than a run's TPOT.
+// papers that publish per-iteration decode times rather than a run's TPOT (under data-parallel
+// attention, the batch of every attention rank alike).
 #include <string>
 #include <vector>
 

@@ -158,6 +158,8 @@ TEST_CASE("serve --validate: a bad row is named at its line in the rows file", "
   require_one_line_error(test::run_cli("serve --validate " + no_eq), "error: " + no_eq + ":3: rows[0].settings[0]:", "expected FIELD=VALUE");
   require_one_line_error(test::run_cli("serve " + serving + " --validate " + metric), "error: command line: --validate:",
                          "expected no serving file beside --validate FILE");
+  require_one_line_error(test::run_cli("serve --validate " + metric + " --set serving.parallel.tp=4"), "error: command line: --set:",
+                         "expected a serving file: --validate rows set their own fields");
   require_one_line_error(test::run_cli("serve"), "error: command line: serving:", "missing: expected this argument");
 }
 
@@ -170,4 +172,30 @@ TEST_CASE("serve: a shared prefix is checked at its fields, and refused beside a
   const std::string beside = serving_file("  parallel: {tp: 8}\n  requests: {arrival: trace, trace: " + trace + ", shared_prefix: {tokens: 64}}\n");
   require_one_line_error(test::run_cli("serve " + beside), "error: " + beside + ":6: serving.requests.shared_prefix:",
                          "expected no shared_prefix with arrival: trace");
+}
+
+TEST_CASE("serve: data-parallel attention needs experts, one stage and ep a multiple of its ranks, and redundant experts need ep", "[serve]") {
+  const std::string dense = serving_file("  parallel: {tp: 1, dp_attention: 8}\n" + kRequests);
+  require_one_line_error(test::run_cli("serve " + dense), "error: " + dense + ":5: serving.parallel.dp_attention:",
+                         "expected dp_attention 1: the model has no experts");
+  const std::string mixtral = source_path("scenarios/models/mixtral-8x7b.yaml");
+  const auto moe_file = [&](const std::string& parallel) {
+    return test::temp_file("name: bad\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") + "\nmodel: " + mixtral +
+                           "\nserving:\n  parallel: " + parallel + "\n" + kRequests);
+  };
+  const std::string staged = moe_file("{tp: 1, pp: 2, dp_attention: 4, ep: 4}");
+  require_one_line_error(test::run_cli("serve " + staged), "error: " + staged + ":5: serving.parallel.dp_attention:",
+                         "expected dp_attention 1 with pp 2 (attention ranks step together through one stage)");
+  const std::string few = moe_file("{tp: 2, dp_attention: 4, ep: 2}");
+  require_one_line_error(test::run_cli("serve " + few), "error: " + few + ":5: serving.parallel.ep:",
+                         "expected ep to be a multiple of dp_attention (4) that divides dp_attention x tp (8)");
+  const std::string uneven = moe_file("{tp: 1, dp_attention: 8, ep: 8, redundant_experts: 4}");
+  require_one_line_error(test::run_cli("serve " + uneven), "error: " + uneven + ":5: serving.parallel.ep:",
+                         "expected ep to divide the 8 routed experts and 4 redundant ones (12)");
+  const std::string lone = moe_file("{tp: 8, dispatch: deepep}");
+  require_one_line_error(test::run_cli("serve " + lone), "error: " + lone + ":5: serving.parallel.dispatch:",
+                         "expected dispatch only with ep > 1 (there is no expert all-to-all)");
+  const std::string alone = moe_file("{tp: 8, redundant_experts: 8}");
+  require_one_line_error(test::run_cli("serve " + alone), "error: " + alone + ":5: serving.parallel.redundant_experts:",
+                         "expected redundant_experts 0 with ep 1");
 }

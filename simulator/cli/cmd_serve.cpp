@@ -77,7 +77,8 @@ nlohmann::ordered_json config_json(const ServingSpec& s) {
       {"file", s.file}, {"name", s.name}, {"cluster", s.cluster_file}, {"catalog", s.catalog_file}, {"gpu", s.gpu.name}, {"model", s.model.name},
       {"precision", s.precision}, {"replicas", s.replicas}, {"gpus", s.gpus()},
       {"replica_gpus", replica_gpus},
-      {"parallel", {{"tp", s.parallel.tp}, {"pp", s.parallel.pp}, {"ep", s.parallel.ep}}},
+      {"parallel", {{"tp", s.parallel.tp}, {"pp", s.parallel.pp}, {"ep", s.parallel.ep}, {"dp_attention", s.parallel.dp_attention},
+                    {"redundant_experts", s.parallel.redundant_experts}}},
       {"kv_cache", {{"dtype", s.kv.dtype}, {"block_tokens", s.kv.block_tokens}, {"memory_fraction", s.kv.memory_fraction},
                     {"swap_space_GiB", s.kv.swap_space_GiB}, {"prefix_caching", s.kv.prefix_caching}}},
       {"scheduler",
@@ -158,9 +159,12 @@ std::string ms(Seconds s) { return fmt::format("{:.1f} ms", s * 1e3); }
 void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary& m, const ServeCost& c, const CostInputs& in) {
   const double gib = 1024.0 * 1024 * 1024;
   const bool one_model = r.memory_by_gpu.size() == 1;
-  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}{}, {})\n", s.name, s.model.name,
+  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}{}{}, {})\n", s.name, s.model.name,
                            s.precision, s.replicas, s.parallel.tp, s.parallel.pp,
-                           s.parallel.ep > 1 ? fmt::format(" ep {}", s.parallel.ep) : "",
+                           s.parallel.ep > 1 ? fmt::format(" ep {}{}", s.parallel.ep,
+                                                           s.parallel.redundant_experts > 0 ? fmt::format(" (+{} redundant experts)", s.parallel.redundant_experts) : "")
+                                             : "",
+                           s.parallel.dp_attention > 1 ? fmt::format(" dp_attention {}", s.parallel.dp_attention) : "",
                            s.parallel.pp > 1 ? fmt::format(" ({} batch{} in flight)", s.scheduler.batches_in_flight, s.scheduler.batches_in_flight > 1 ? "es" : "") : "",
                            one_model ? fmt::format("{} GPUs of {}", s.gpus(), r.memory_by_gpu.front().first) : s.gpus_text());
   if (s.disaggregation.enabled) {
@@ -174,10 +178,10 @@ void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary
                                ms(m.kv_transfer_mean_s), ms(m.kv_transfer_alone_mean_s));
   }
   for (const auto& [gpu, mem] : r.memory_by_gpu)
-    std::cout << fmt::format("memory per GPU{}: {:.2f} GiB usable, weights {:.2f}, activations {:.2f}, KV cache {:.2f} GiB = {} blocks of {} tokens ({} tokens)\n",
+    std::cout << fmt::format("memory per GPU{}: {:.2f} GiB usable, weights {:.2f}, activations {:.2f}, KV cache {:.2f} GiB = {} blocks of {} tokens ({} tokens{})\n",
                              one_model ? "" : " on " + gpu, double(mem.usable_bytes) / gib, double(mem.weight_bytes) / gib,
                              double(mem.workspace_bytes) / gib, double(mem.kv_bytes) / gib, mem.blocks, s.kv.block_tokens,
-                             mem.blocks * s.kv.block_tokens);
+                             mem.blocks * s.kv.block_tokens, s.parallel.dp_attention > 1 ? " on each attention rank" : "");
   if (s.host.declared)
     std::cout << fmt::format("host per iteration: {:.3g} ms + {:.3g} ms a request, {} the GPU's forward\n", s.host.iteration_s * 1e3,
                              s.host.per_request_s * 1e3, s.host.overlapped ? "overlapped with" : "after");
@@ -238,6 +242,8 @@ void add_serve_command(CLI::App& app) {
       if (!o->serving.empty()) throw UserError("command line", 0, "--validate", "expected no serving file beside --validate FILE");
       // Each validation row names its own published setup, the GPU entry included.
       if (!o->catalog.empty()) throw UserError("command line", 0, "--catalog", "expected a serving file: --validate rows read the shipped catalog");
+      // Each row's `settings:` are the measurement's; an override beside them would go unread.
+      if (!o->overrides.empty()) throw UserError("command line", 0, "--set", "expected a serving file: --validate rows set their own fields (a row's settings:)");
       check_input_path(o->validate, "--validate");
       print_serve_validation(o->validate);
       return;

@@ -30,6 +30,19 @@ Seconds ServingComm::all_to_all_s(const std::vector<int>& group, double bytes_pe
   return bytes_per_gpu * (n - 1) / n / (per_gpu_GBps * kGiga);
 }
 
+Seconds ServingComm::deepep_all_to_all_s(const std::vector<int>& group, double tokens, double token_bytes, const DeepEpRouting& routing) {
+  const int n = int(group.size());
+  if (tokens <= 0 || n < 2) return 0;
+  const NcclTopology topo = nccl_topology(cluster_, group, channels_);
+  const int per_node = n / topo.nodes;
+  if (topo.nodes > 1 && (n % topo.nodes != 0 || per_node != cluster_.gpus_per_node()))
+    return all_to_all_s(group, tokens * token_bytes * routing.top_k);
+  const double rdma = tokens * token_bytes * (topo.nodes - 1) * deepep_node_hit(n, per_node, routing);
+  const double nvlink = tokens * token_bytes * n * deepep_rank_hit(n, per_node, routing);
+  const Seconds nic_s = topo.nodes > 1 ? rdma / (topo.inter_GBps / per_node * kGiga) : 0;
+  return std::max(nic_s, nvlink / (topo.intra_GBps * kGiga));
+}
+
 std::pair<BytesPerSecond, Seconds> ServingComm::path(int a, int b) {
   const auto key = std::make_pair(a, b);
   if (auto it = paths_.find(key); it != paths_.end()) return it->second;

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collectives/algo_deepep.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/router.hpp"
 #include "topologies/units.hpp"
@@ -26,6 +27,12 @@ class ServingComm {
   Seconds all_reduce_s(const std::vector<int>& group, Bytes bytes);
   /// An all-to-all where every rank of `group` sends `bytes_per_gpu` spread evenly over the ranks.
   Seconds all_to_all_s(const std::vector<int>& group, double bytes_per_gpu);
+  /// DeepEP's dispatch (or combine) of `tokens` tokens a GPU of `token_bytes` each over `group`,
+  /// which fills whole nodes (or lies in one): a token crosses to each other node it needs once,
+  /// over its GPU's share of the node's NICs (deepep_node_hit, node-limited routing), and reaches
+  /// each GPU holding one of its experts over NVLink (deepep_rank_hit); the slower leg's time. A
+  /// group that fills no whole nodes falls back to all_to_all_s of every token-expert copy.
+  Seconds deepep_all_to_all_s(const std::vector<int>& group, double tokens, double token_bytes, const DeepEpRouting& routing);
   /// `bytes` from GPU a to GPU b over the routed path's bottleneck.
   Seconds transfer_s(int a, int b, double bytes);
   /// The routed path's bottleneck (usable B/s) and latency, a != b.

@@ -34,6 +34,16 @@ void weights_in(std::vector<ComputeOp>& ops, double bytes_per_param) {
 
 }  // namespace
 
+/// A grouped GEMM over `rows` token-expert pairs reads every local expert they reach, not one
+/// expert's weights: E (1 - (1 - 1/E)^rows) of the E = (routed + redundant) / ep local experts.
+void IterationCost::reach_local_experts(std::vector<ComputeOp>& experts, double rows, double bytes_per_param) const {
+  const double local = double(model_.moe->routed_experts + s_.parallel.redundant_experts) / s_.parallel.ep;
+  const double reached = local * (1 - std::pow(1 - 1 / local, rows));
+  for (ComputeOp& op : experts)
+    if (op.kind == ComputeKind::gemm)
+      op.hbm_bytes += Bytes(std::max(0.0, reached - 1) * bytes_per_param * double(op.shape.k) * double(op.shape.n));
+}
+
 long BatchShape::tokens() const {
   long t = decode_requests * decode_query_tokens;
   for (const PrefillChunk& c : chunks) t += c.tokens;
@@ -45,7 +55,7 @@ IterationCost::IterationCost(const ServingSpec& s, const ModelSpec& model, Servi
   const ServingParallel& p = s.parallel;
   const auto gpu = [&](int rank) { return gpus.empty() ? rank : gpus[std::size_t(rank)]; };
   for (int k = 0; k < p.tp; ++k) tp_group_.push_back(gpu(k));
-  for (int k = 0; k < p.ep; ++k) ep_group_.push_back(gpu(k * (p.tp / p.ep)));
+  for (int k = 0; k < p.ep; ++k) ep_group_.push_back(gpu(k * p.expert_tp()));
   for (int k = 0; k < p.pp; ++k) stage_first_gpu_.push_back(gpu(k * p.tp));
   kv_bytes_token_layer_ = kv_bytes_per_token_layer(model_, p.tp, s.kv.dtype_bytes);
 }
@@ -56,66 +66,34 @@ Seconds IterationCost::ops_s(const std::vector<ComputeOp>& ops) const {
   return t;
 }
 
-Seconds IterationCost::linear_s(long tokens) {
-  if (tokens <= 0) return 0;
-  if (auto it = linear_cache_.find(tokens); it != linear_cache_.end()) return it->second;
-  const ServingParallel& p = s_.parallel;
-  const ModelSpec b = as_batch(model_, tokens);
-  const double wb = weight_bytes_per_param(s_.precision);
-  const int moe_layers = model_.moe_layer_count(), dense_layers = model_.layers - moe_layers;
-  Seconds t = 0;
-  if (dense_layers > 0) {
-    std::vector<ComputeOp> ops = without_attention_core(layer_forward_ops(b, 1, p.tp, false));
-    weights_in(ops, wb);
-    t += dense_layers * ops_s(ops);
-  }
-  if (moe_layers > 0) {
-    const MoeSpec& moe = *model_.moe;
-    const double rows = double(tokens) * moe.top_k / p.ep;
-    MoeLayerOps layer = moe_layer_forward_ops(b, 1, p.tp, false, AttentionKernel::flash, rows);
-    std::vector<ComputeOp> shared = without_attention_core(layer.before_dispatch);
-    shared.insert(shared.end(), layer.after_combine.begin(), layer.after_combine.end());
-    weights_in(shared, wb);
-    std::vector<ComputeOp> experts = moe_layer_forward_ops(b, 1, p.tp / p.ep, false, AttentionKernel::flash, rows).experts;
-    // A grouped GEMM over the rows reads every local expert they reach, not one expert's weights.
-    weights_in(experts, wb);
-    const double local = double(moe.routed_experts) / p.ep;
-    const double reached = local * (1 - std::pow(1 - 1 / local, rows));
-    for (ComputeOp& op : experts)
-      if (op.kind == ComputeKind::gemm)
-        op.hbm_bytes += Bytes(std::max(0.0, reached - 1) * wb * double(op.shape.k) * double(op.shape.n));
-    t += moe_layers * (ops_s(shared) + ops_s(experts));
-  }
-  linear_cache_.emplace(tokens, t);
-  return t;
-}
+Seconds IterationCost::linear_s(long tokens) { return rank_linear_s(tokens) + expert_linear_s(tokens); }
 
 Seconds IterationCost::communication_s(long tokens) {
   if (tokens <= 0) return 0;
   if (auto it = comm_cache_.find(tokens); it != comm_cache_.end()) return it->second;
   const ServingParallel& p = s_.parallel;
   const double activations = double(tokens) * model_.hidden * kActivationBytes;
-  const Seconds all_reduce = comm_.all_reduce_s(tp_group_, Bytes(activations));
-  const int moe_layers = model_.moe_layer_count(), dense_layers = model_.layers - moe_layers;
-  Seconds t = dense_layers * 2 * all_reduce;
-  if (moe_layers > 0) {
-    if (p.ep > 1) {
-      const Seconds a2a = comm_.all_to_all_s(ep_group_, activations * model_.moe->top_k / p.ep);
-      t += moe_layers * (all_reduce + 2 * a2a);
-    } else {
-      t += moe_layers * 2 * all_reduce;
-    }
-  }
+  Seconds t = rank_communication_s(tokens);
   for (int k = 0; k + 1 < p.pp; ++k) t += comm_.transfer_s(stage_first_gpu_[k], stage_first_gpu_[k + 1], activations);
   comm_cache_.emplace(tokens, t);
   return t;
 }
 
 IterationTime IterationCost::time(const BatchShape& batch) {
+  if (s_.parallel.dp_attention > 1) return time_ranks({batch});
   IterationTime out;
   const long tokens = batch.tokens();
   out.linear_s = linear_s(tokens);
   out.communication_s = communication_s(tokens);
+  out.attention_s = attention_s(batch);
+  if (batch.sampled_rows > 0) out.logits_s = op_time(s_.gpu, s_.precision, logits_forward_op(as_batch(model_, batch.sampled_rows), 1, s_.parallel.tp));
+  const Seconds gpu_s = out.linear_s + out.attention_s + out.communication_s + out.logits_s;
+  if (s_.host.declared) out.host_s = s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests);
+  out.total_s = s_.host.overlapped ? std::max(gpu_s, out.host_s) : gpu_s + out.host_s;
+  return out;
+}
+
+Seconds IterationCost::attention_s(const BatchShape& batch) const {
   const ModelSpec& m = model_;
   const double q_heads = double(m.heads) / s_.parallel.tp;
   Seconds attention = 0;
@@ -143,12 +121,114 @@ IterationTime IterationCost::time(const BatchShape& batch) {
     op.hbm_bytes = Bytes(kActivationBytes * queries * q_heads * (qk + v) + kv_bytes_token_layer_ * batch.decode_context_tokens);
     attention += op_time(s_.gpu, s_.precision, op);
   }
-  out.attention_s = attention * m.layers;
-  if (batch.sampled_rows > 0) out.logits_s = op_time(s_.gpu, s_.precision, logits_forward_op(as_batch(m, batch.sampled_rows), 1, s_.parallel.tp));
-  const Seconds gpu_s = out.linear_s + out.attention_s + out.communication_s + out.logits_s;
-  if (s_.host.declared) out.host_s = s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests);
+  return attention * m.layers;
+}
+
+// Data-parallel attention: each rank's own layers beside the experts, the experts over every rank's
+// tokens. The MoE all-to-all joins the ranks at every layer, and each rank's share of a layer is
+// the same fraction of its whole forward, so the replica's forward is its slowest rank's own work
+// plus the experts'.
+IterationTime IterationCost::time_ranks(const std::vector<BatchShape>& ranks) {
+  IterationTime out;
+  Seconds slowest = -1;
+  long tokens = 0;
+  for (const BatchShape& batch : ranks) {
+    const long t = batch.tokens();
+    tokens += t;
+    IterationTime r;
+    r.linear_s = rank_linear_s(t);
+    r.communication_s = rank_communication_s(t);
+    r.attention_s = attention_s(batch);
+    if (batch.sampled_rows > 0) r.logits_s = op_time(s_.gpu, s_.precision, logits_forward_op(as_batch(model_, batch.sampled_rows), 1, s_.parallel.tp));
+    const Seconds gpu_s = r.linear_s + r.attention_s + r.communication_s + r.logits_s;
+    // Every rank's engine plans, samples and processes its own batch beside the others.
+    if (s_.host.declared) out.host_s = std::max(out.host_s, s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests));
+    if (gpu_s > slowest) {
+      slowest = gpu_s;
+      const Seconds host = out.host_s;
+      out = r;
+      out.host_s = host;
+    }
+  }
+  const Seconds experts = expert_linear_s(tokens);
+  out.linear_s += experts;
+  const Seconds gpu_s = slowest + experts;
   out.total_s = s_.host.overlapped ? std::max(gpu_s, out.host_s) : gpu_s + out.host_s;
   return out;
+}
+
+/// Every layer's ops but the routed experts (attention projections, norms, dense FFNs, the router
+/// and shared experts) over `tokens` tokens at tp: the replica's, or one attention rank's.
+Seconds IterationCost::rank_linear_s(long tokens) {
+  if (tokens <= 0) return 0;
+  if (auto it = linear_cache_.find(tokens); it != linear_cache_.end()) return it->second;
+  const ServingParallel& p = s_.parallel;
+  const ModelSpec b = as_batch(model_, tokens);
+  const double wb = weight_bytes_per_param(s_.precision);
+  const int moe_layers = model_.moe_layer_count(), dense_layers = model_.layers - moe_layers;
+  Seconds t = 0;
+  if (dense_layers > 0) {
+    std::vector<ComputeOp> ops = without_attention_core(layer_forward_ops(b, 1, p.tp, false));
+    weights_in(ops, wb);
+    t += dense_layers * ops_s(ops);
+  }
+  if (moe_layers > 0) {
+    MoeLayerOps layer = moe_layer_forward_ops(b, 1, p.tp, false, AttentionKernel::flash, 0);
+    std::vector<ComputeOp> shared = without_attention_core(layer.before_dispatch);
+    shared.insert(shared.end(), layer.after_combine.begin(), layer.after_combine.end());
+    weights_in(shared, wb);
+    t += moe_layers * ops_s(shared);
+  }
+  linear_cache_.emplace(tokens, t);
+  return t;
+}
+
+/// The routed experts of every MoE layer over `tokens` tokens (of all the attention ranks): rows =
+/// tokens x top_k / ep a GPU, each expert's FFN over expert_tp GPUs, reading each local expert the
+/// rows reach.
+Seconds IterationCost::expert_linear_s(long tokens) {
+  if (tokens <= 0 || !model_.moe) return 0;
+  if (auto it = expert_cache_.find(tokens); it != expert_cache_.end()) return it->second;
+  const ServingParallel& p = s_.parallel;
+  const MoeSpec& moe = *model_.moe;
+  const double rows = double(tokens) * moe.top_k / p.ep;
+  std::vector<ComputeOp> experts = moe_layer_forward_ops(as_batch(model_, tokens), 1, p.expert_tp(), false, AttentionKernel::flash, rows).experts;
+  const double wb = weight_bytes_per_param(s_.precision);
+  weights_in(experts, wb);
+  reach_local_experts(experts, rows, wb);
+  const Seconds t = model_.moe_layer_count() * ops_s(experts);
+  expert_cache_.emplace(tokens, t);
+  return t;
+}
+
+/// One MoE layer's dispatch and combine for `tokens` tokens of an attention rank (the whole replica
+/// without data-parallel attention), spread over the ep / dp_attention EP ranks among its GPUs.
+Seconds IterationCost::dispatch_combine_s(long tokens) {
+  const ServingParallel& p = s_.parallel;
+  const MoeSpec& moe = *model_.moe;
+  const double h = model_.hidden;
+  const double per_gpu = double(tokens) * p.dp_attention / p.ep;
+  if (!p.deepep) return 2 * comm_.all_to_all_s(ep_group_, per_gpu * h * kActivationBytes * moe.top_k);
+  // DeepEP: FP8 tokens with a 4-byte scale per 128 values under an 8-bit precision, bf16 back.
+  const double dispatch_bytes = is_eight_bit(s_.precision) ? h + h / 128 * 4 : h * kActivationBytes;
+  const DeepEpRouting routing{moe.routed_experts + p.redundant_experts, moe.top_k, moe.node_limit.value_or(1 << 20)};
+  return comm_.deepep_all_to_all_s(ep_group_, per_gpu, dispatch_bytes, routing) +
+         comm_.deepep_all_to_all_s(ep_group_, per_gpu, h * kActivationBytes, routing);
+}
+
+/// The TP all-reduces over `tokens` tokens and the MoE all-to-alls (an MoE layer with ep > 1
+/// replaces its second all-reduce by a dispatch and a combine): the replica's, or one attention
+/// rank's.
+Seconds IterationCost::rank_communication_s(long tokens) {
+  if (tokens <= 0) return 0;
+  if (auto it = rank_comm_cache_.find(tokens); it != rank_comm_cache_.end()) return it->second;
+  const double activations = double(tokens) * model_.hidden * kActivationBytes;
+  const Seconds all_reduce = comm_.all_reduce_s(tp_group_, Bytes(activations));
+  const int moe_layers = model_.moe_layer_count(), dense_layers = model_.layers - moe_layers;
+  Seconds t = dense_layers * 2 * all_reduce;
+  if (moe_layers > 0) t += moe_layers * (all_reduce + (s_.parallel.ep > 1 ? dispatch_combine_s(tokens) : all_reduce));
+  rank_comm_cache_.emplace(tokens, t);
+  return t;
 }
 
 }  // namespace clustersim

@@ -11,6 +11,10 @@
 //    (reading each request's whole KV cache: memory-bound);
 //  - TP: two all-reduces of T x hidden x 2 B per layer; an MoE layer with ep > 1 replaces the
 //    second by a dispatch and a combine all-to-all of T x top_k x hidden x 2 B / ep per GPU;
+//  - data-parallel attention (time_ranks): each attention rank's own layers (attention, norms,
+//    router, shared experts, its TP all-reduces) over its own tokens T_k, and its all-to-alls of
+//    T_k x top_k x hidden x 2 B / (ep / dp_attention) a GPU; the slowest rank's, plus the routed
+//    experts over the sum of T_k;
 //  - PP: every stage's layers, with a send of T x hidden x 2 B between stages (the loop pipelines
 //    batches through the stages: simulator/serve_sim.cpp);
 //  - the output layer over the rows that sample a token;
@@ -56,13 +60,24 @@ class IterationCost {
   /// rank order (tensor-parallel rank fastest; empty: GPUs 0 onwards). Computes on `s.gpu`.
   IterationCost(const ServingSpec& s, const ModelSpec& model, ServingComm& comm, const std::vector<int>& gpus = {});
   IterationTime time(const BatchShape& batch);
-  /// One layer's linear ops (and their TP / EP communication) over `tokens` tokens, dense and MoE
-  /// layers each times their count, over the whole model (every stage).
-  Seconds linear_s(long tokens);
-  Seconds communication_s(long tokens);
+  /// Under data-parallel attention (serving.parallel.dp_attention > 1): one step of every attention
+  /// rank, rank k running ranks[k] (empty: idle), the experts over all their tokens. time(batch) is
+  /// then one busy rank beside idle ones.
+  IterationTime time_ranks(const std::vector<BatchShape>& ranks);
   int layers() const { return model_.layers; }
 
  private:
+  /// One layer's linear ops (and their TP / EP communication, PP sends) over `tokens` tokens, dense
+  /// and MoE layers each times their count, over the whole model (every stage).
+  Seconds linear_s(long tokens);
+  Seconds communication_s(long tokens);
+  // Their parts, which data-parallel attention takes apart (a rank's own tokens, all ranks' experts).
+  Seconds rank_linear_s(long tokens);
+  Seconds rank_communication_s(long tokens);
+  Seconds expert_linear_s(long tokens);
+  Seconds dispatch_combine_s(long tokens);
+  Seconds attention_s(const BatchShape& batch) const;
+  void reach_local_experts(std::vector<ComputeOp>& experts, double rows, double bytes_per_param) const;
   Seconds ops_s(const std::vector<ComputeOp>& ops) const;
   const ServingSpec& s_;
   ModelSpec model_;
@@ -71,7 +86,7 @@ class IterationCost {
   std::vector<int> ep_group_;
   std::vector<int> stage_first_gpu_;
   double kv_bytes_token_layer_ = 0;
-  std::unordered_map<long, Seconds> linear_cache_, comm_cache_;
+  std::unordered_map<long, Seconds> linear_cache_, comm_cache_, expert_cache_, rank_comm_cache_;
 };
 
 }  // namespace clustersim

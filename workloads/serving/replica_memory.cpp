@@ -27,8 +27,16 @@ double stage_params(const ModelSpec& m, const ServingParallel& p, int stage) {
   int first = 0;
   for (int k = 0; k < stage; ++k) first += stage_layer_count(m.layers, p.pp, k);
   double params = 0;
-  for (int l = first; l < first + stage_layer_count(m.layers, p.pp, stage); ++l)
-    params += layer_parameter_count(m, l).total() / p.tp;  // routed experts: / ep ranks, each / (tp / ep)
+  for (int l = first; l < first + stage_layer_count(m.layers, p.pp, stage); ++l) {
+    const LayerParameters lp = layer_parameter_count(m, l);
+    // Routed experts: / ep ranks, each / expert_tp GPUs: / (tp x dp_attention); the rest / tp, a copy
+    // on every attention rank.
+    // Redundant experts add their copies' weights.
+    const double routed = p.redundant_experts == 0 ? lp.routed_experts
+                                                   : lp.routed_experts * double(m.moe->routed_experts + p.redundant_experts) / m.moe->routed_experts;
+    params += p.dp_attention == 1 && p.redundant_experts == 0 ? lp.total() / p.tp
+                                                              : (lp.attention + lp.ffn) / p.tp + routed / (p.tp * p.dp_attention);
+  }
   const double table = double(m.vocab) * m.hidden / p.tp;  // vocabulary-parallel embedding and head
   if (stage == 0) params += table;
   if (stage == p.pp - 1 && (!m.tied_embeddings || p.pp > 1)) params += table;
@@ -66,10 +74,11 @@ ReplicaMemory plan_replica_memory(const ServingSpec& s) {
   if (need > double(r.usable_bytes)) {
     const double gib = 1024.0 * 1024 * 1024;
     throw UserError(s.file, s.parallel_line, "serving.parallel",
-                    fmt::format("expected {} to fit a replica of tp {} x pp {} {}: its fullest GPU needs {:.2f} GiB "
+                    fmt::format("expected {} to fit a replica of tp {} x pp {}{} {}: its fullest GPU needs {:.2f} GiB "
                                 "(weights {:.2f}, activations at the token budget {:.2f}, one KV block {:.4f}), "
                                 "{:.2f} GiB over the {:.2f} GiB it may use (HBM x memory_fraction {:g})",
-                                m.name, s.parallel.tp, s.parallel.pp, s.gpu.name, need / gib, double(r.weight_bytes) / gib,
+                                m.name, s.parallel.tp, s.parallel.pp,
+                                s.parallel.dp_attention > 1 ? fmt::format(" x dp_attention {}", s.parallel.dp_attention) : "", s.gpu.name, need / gib, double(r.weight_bytes) / gib,
                                 double(r.workspace_bytes) / gib, double(r.block_bytes) / gib,
                                 (need - double(r.usable_bytes)) / gib, double(r.usable_bytes) / gib, s.kv.memory_fraction));
   }

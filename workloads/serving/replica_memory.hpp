@@ -11,7 +11,8 @@
 //              whole on every tensor-parallel rank (DeepSeek-V2 section 2.1.4; vLLM's MLA cache).
 // FP8 KV (kv_cache.dtype: fp8) halves both. A block holds block_tokens tokens of every layer the
 // GPU holds; each GPU of a replica holds its shard of every block, so the replica has as many
-// blocks as its fullest GPU.
+// blocks as its fullest GPU. Under data-parallel attention each attention rank has that many
+// blocks of its own (the routed experts split over every rank's GPUs, the rest copied on each).
 #include "topologies/units.hpp"
 #include "workloads/serving/serving_spec.hpp"
 
@@ -24,7 +25,7 @@ struct ReplicaMemory {
   Bytes kv_bytes = 0;          // what is left for the KV cache
   double kv_bytes_per_token = 0;  // on the fullest GPU, all its layers
   Bytes block_bytes = 0;
-  long blocks = 0;
+  long blocks = 0;             // of the replica, or of each attention rank (dp_attention > 1)
   int stage_layers = 0;        // layers on the fullest pipeline stage
 };
 

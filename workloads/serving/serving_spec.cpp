@@ -18,7 +18,7 @@ namespace {
 const std::initializer_list<const char*> kFields = {"name", "description", "cluster", "model", "precision", "catalog", "serving"};
 const std::initializer_list<const char*> kServingFields = {"replicas", "parallel", "kv_cache", "scheduler", "router", "requests",
                                                            "slo", "disaggregated", "speculative", "host", "series_interval_s", "gpu"};
-const std::initializer_list<const char*> kParallelFields = {"tp", "pp", "ep"};
+const std::initializer_list<const char*> kParallelFields = {"tp", "pp", "ep", "dp_attention", "redundant_experts", "dispatch"};
 const std::initializer_list<const char*> kKvFields = {"dtype", "block_tokens", "memory_fraction", "swap_space_GiB", "prefix_caching"};
 const std::initializer_list<const char*> kSchedulerFields = {"max_batch_tokens", "max_batch_requests", "chunked_prefill", "priority",
                                                              "preemption", "batches_in_flight"};
@@ -59,6 +59,8 @@ void read_parallel(const YamlField& f, ServingSpec& s) {
   if (auto v = f.find("tp")) p.tp = static_cast<int>(v->as_integer_in(1, kMaxParallel));
   if (auto v = f.find("pp")) p.pp = static_cast<int>(v->as_integer_in(1, kMaxParallel));
   if (auto v = f.find("ep")) p.ep = static_cast<int>(v->as_integer_in(1, kMaxParallel));
+  if (auto v = f.find("redundant_experts")) p.redundant_experts = static_cast<int>(v->as_integer_in(0, 1 << 20, "experts"));
+  if (auto v = f.find("dp_attention")) p.dp_attention = static_cast<int>(v->as_integer_in(1, kMaxParallel, "attention ranks"));
   const ModelSpec& m = s.model;
   if (m.heads % p.tp != 0)
     f.child("tp").fail("expected tp to divide the model's " + std::to_string(m.heads) + " heads");
@@ -67,14 +69,33 @@ void read_parallel(const YamlField& f, ServingSpec& s) {
   if (m.ffn_hidden > 0 && m.ffn_hidden % p.tp != 0)
     f.child("tp").fail("expected tp to divide the model's ffn_hidden " + std::to_string(m.ffn_hidden));
   if (p.pp > m.layers) f.child("pp").fail("expected at most one pipeline stage per layer (" + std::to_string(m.layers) + ")");
+  const int d = p.dp_attention;
+  if (d > 1) {
+    const YamlField v = f.child("dp_attention");
+    if (!m.moe) v.fail("expected dp_attention 1: the model has no experts (attention ranks that share no experts are replicas: serving.replicas)");
+    if (p.pp > 1) v.fail("expected dp_attention 1 with pp " + std::to_string(p.pp) + " (attention ranks step together through one stage)");
+    if (p.ep % d != 0 || (p.tp * d) % p.ep != 0)
+      f.child("ep").fail("expected ep to be a multiple of dp_attention (" + std::to_string(d) + ") that divides dp_attention x tp (" +
+                         std::to_string(p.tp * d) + "): the experts are split over every attention rank's GPUs");
+  }
   if (p.ep > 1) {
     if (!m.moe) f.child("ep").fail("expected ep 1: the model has no experts");
-    if (p.tp % p.ep != 0) f.child("ep").fail("expected ep to divide tp (" + std::to_string(p.tp) + "): experts are split over the tensor-parallel ranks");
-    if (m.moe->routed_experts % p.ep != 0)
-      f.child("ep").fail("expected ep to divide the " + std::to_string(m.moe->routed_experts) + " routed experts");
+    if (d == 1 && p.tp % p.ep != 0)
+      f.child("ep").fail("expected ep to divide tp (" + std::to_string(p.tp) + "): experts are split over the tensor-parallel ranks");
+    const int copies = m.moe->routed_experts + p.redundant_experts;
+    if (copies % p.ep != 0)
+      f.child("ep").fail("expected ep to divide the " + std::to_string(m.moe->routed_experts) + " routed experts" +
+                         (p.redundant_experts > 0 ? " and " + std::to_string(p.redundant_experts) + " redundant ones (" + std::to_string(copies) + ")" : ""));
   }
-  if (m.moe && m.moe->expert_ffn_hidden % (p.tp / p.ep) != 0)
-    f.child("tp").fail("expected tp / ep to divide the experts' expert_ffn_hidden " + std::to_string(m.moe->expert_ffn_hidden));
+  if (auto v = f.find("dispatch")) {
+    p.deepep = v->as_choice({"all_to_all", "deepep"}) == "deepep";
+    if (p.ep == 1) v->fail("expected dispatch only with ep > 1 (there is no expert all-to-all)");
+  }
+  if (p.redundant_experts > 0 && p.ep == 1)
+    f.child("redundant_experts").fail("expected redundant_experts 0 with ep 1 (copies of experts are spread over expert-parallel ranks)");
+  if (m.moe && m.moe->expert_ffn_hidden % p.expert_tp() != 0)
+    f.child("tp").fail(std::string(d > 1 ? "expected dp_attention x tp / ep" : "expected tp / ep") + " to divide the experts' expert_ffn_hidden " +
+                       std::to_string(m.moe->expert_ffn_hidden));
 }
 
 void read_kv(const YamlField& f, ServingSpec& s) {

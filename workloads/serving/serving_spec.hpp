@@ -19,12 +19,26 @@
 
 namespace clustersim {
 
-/// One replica's GPUs: tp x pp, placed consecutively (replica r from GPU r x tp x pp). ep divides tp:
-/// the routed experts are split over ep ranks of the tensor-parallel group, each expert's FFN over
-/// tp / ep of them.
+/// One replica's GPUs: tp x pp x dp_attention, placed consecutively (replica r from GPU r x gpus()).
+/// ep divides tp: the routed experts are split over ep ranks of the tensor-parallel group, each
+/// expert's FFN over tp / ep of them. Data-parallel attention (dp_attention > 1, MoE models, pp 1;
+/// SGLang's --enable-dp-attention, vLLM's data-parallel MoE deployment, DeepSeek-V3's serving): the
+/// replica is dp_attention attention ranks of tp GPUs, each scheduling its own requests over its own
+/// KV cache, while the routed experts split over ep ranks of all its GPUs (ep a multiple of
+/// dp_attention dividing dp_attention x tp); every MoE layer's all-to-all joins the ranks, so they
+/// step together.
+/// redundant_experts: extra copies of hot routed experts over the ep ranks (DeepSeek's EPLB: 32 on
+/// top of V3's 256 lets ep be 72 or 144); with them the routed tokens are taken as balanced.
+/// dispatch: how the MoE all-to-alls move tokens: all_to_all (each token-expert copy to its GPU,
+/// 2-byte activations both ways) or deepep (DeepEP's kernels as SGLang and DeepSeek serve: a token
+/// once to each node it needs over the NIC, then over NVLink to each GPU there that holds one of its
+/// experts; FP8 dispatch under an 8-bit precision, bf16 combine).
 struct ServingParallel {
-  int tp = 1, pp = 1, ep = 1;
-  int gpus() const { return tp * pp; }
+  int tp = 1, pp = 1, ep = 1, dp_attention = 1, redundant_experts = 0;
+  bool deepep = false;
+  int gpus() const { return tp * pp * dp_attention; }
+  /// GPUs one routed expert's FFN is split over.
+  int expert_tp() const { return tp * dp_attention / ep; }
 };
 
 struct KvCacheSpec {
