@@ -136,6 +136,16 @@ TEST_CASE("bench's new options take bad values as one line, exit 2", "[bench]") 
                          "fabric.nodes");
   require_one_line_error(run_cli("bench --scenarios " + kSmall + " --set parallel.tp=x"), "error: ", "parallel.tp");
   require_one_line_error(run_cli("bench --serve --set serving.requests.duration_s=-1"), "error: ", "duration_s");
+  // An option the chosen bench does not read is refused, never silently dropped.
+  require_one_line_error(run_cli("bench --scenarios " + kSmall + " --repeat 3"), cl + "--repeat: ",
+                         "expected it only with the collective bench, --search, --sweep, --goodput or --serve: --scenarios does not read it");
+  require_one_line_error(run_cli("bench --cluster " + kA100 + " --gpus 8 --fold exact"), cl + "--fold: ",
+                         "expected it only with --scenarios: the collective bench does not read it");
+  require_one_line_error(run_cli("bench --serve --trials 3"), cl + "--trials: ", "expected it only with --goodput: --serve does not read it");
+  require_one_line_error(run_cli("bench --fabric-only --cluster " + kA100 + " --size 1G"), cl + "--size: ",
+                         "expected it only with the collective bench: --fabric-only does not read it");
+  require_one_line_error(run_cli("bench --search " + kSmall + " --cluster " + kA100), cl + "--cluster: ",
+                         "expected it only with the collective bench or --fabric-only: --search does not read it");
   // Output paths are checked before anything is timed, in every mode.
   require_one_line_error(run_cli("bench --scenarios " + kSmall + " --json /no/such/folder/b.json"), "error: /no/such/folder/b.json: --json: ",
                          "does not exist");

@@ -540,6 +540,7 @@ TEST_CASE("bad command lines for every subcommand are one line in our words nami
       {col + "-b 1M -e 1K", cl, "-e", "expected a maximum size >= the minimum"},
       {col + "--root 16", cl, "--root", "expected an integer from 0 to 15, got 16"},
       {col + "--root -1", cl, "--root", "expected an integer from 0 to 15"},
+      {col + "--op all_reduce --root 3", cl, "--root", "expected --root only with --op broadcast (all_reduce has no root)"},
       {col + "--op all_smash", cl, "--op", "expected one of: all_reduce"},
       {col + "--algo nope", cl, "--algo", "expected best (alias auto), nccl or one of:"},
       {col + "--proto LL256", cl, "--proto", "expected auto, LL, LL128, Simple or ideal"},

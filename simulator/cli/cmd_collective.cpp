@@ -39,6 +39,7 @@ struct Options {
   std::string begin = "8", end = "8G";
   std::string factor = "2";
   std::string root = "0";
+  bool root_given = false;
   std::string json, csv;
   std::string nccl_tests;
   std::string report;
@@ -111,6 +112,9 @@ SweepSpec make_spec(const Options& o, const Cluster& cluster) {
     throw UserError("command line", 0, "-f", "expected a factor > 1 to step from -b to -e (or -b equal to -e)");
   spec.sizes_bytes = geometric_sizes(lo, hi, factor);
   spec.root = static_cast<int>(parse_integer(o.root, "--root", 0, gpus - 1));
+  // Only a broadcast has a root; another op would leave the rank unread.
+  if (spec.op != Op::broadcast && o.root_given)
+    throw UserError("command line", 0, "--root", "expected --root only with --op broadcast (" + std::string(to_string(spec.op)) + " has no root)");
   if (o.algo == "nccl") {
     // NCCL's tuner chooses among its own protocols; whether one is left does not depend on size.
     const CollectiveRequest probe{spec.op, spec.ranks, spec.sizes_bytes.front(), spec.channels, Protocol{}, spec.root};
@@ -281,14 +285,15 @@ void add_collective_command(CLI::App& app) {
   cmd->add_option("-b,--minbytes", o->begin, "smallest size (8)");
   cmd->add_option("-e,--maxbytes", o->end, "largest size (8G)");
   cmd->add_option("-f,--stepfactor", o->factor, "size multiplication factor (2)");
-  cmd->add_option("--root", o->root, "broadcast root rank (0)");
+  CLI::Option* root = cmd->add_option("--root", o->root, "broadcast root rank (0)");
   cmd->add_option("--json", o->json, "also write the rows as JSON to this file (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--csv", o->csv, "also write the rows as CSV, JSON's field names (- or /dev/stdout: to stdout, without the table)");
   cmd->add_option("--calibration", o->calibration, "a calibration file (clustersim calibrate) whose link efficiencies replace the cluster's");
   cmd->add_option("--report", o->report, "write a self-contained HTML report: bandwidth against size, link tiers");
   cmd->add_option("--nccl-tests", o->nccl_tests, "also write the rows as nccl-tests prints them (synthetic input for calibrate)");
   cmd->add_option("--solver", o->solver, "max-min solver: fluid (the default), simgrid or simgrid-full");
-  cmd->callback([o] {
+  cmd->callback([o, root] {
+    o->root_given = root->count() > 0;
     const Solver solver = parse_solver(o->solver);
     ClusterSpec cluster_spec = load_cluster_with_sets(o->cluster, "--cluster", o->sets);
     if (!o->calibration.empty()) {
