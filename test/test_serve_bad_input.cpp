@@ -195,6 +195,9 @@ TEST_CASE("serve: data-parallel attention needs experts, one stage and ep a mult
   const std::string lone = moe_file("{tp: 8, dispatch: deepep}");
   require_one_line_error(test::run_cli("serve " + lone), "error: " + lone + ":5: serving.parallel.dispatch:",
                          "expected dispatch only with ep > 1 (there is no expert all-to-all)");
+  const std::string overlap = moe_file("{tp: 8, ep: 8, two_batch_overlap: true}");
+  require_one_line_error(test::run_cli("serve " + overlap), "error: " + overlap + ":5: serving.parallel.two_batch_overlap:",
+                         "expected two_batch_overlap only with dp_attention > 1");
   const std::string alone = moe_file("{tp: 8, redundant_experts: 8}");
   require_one_line_error(test::run_cli("serve " + alone), "error: " + alone + ":5: serving.parallel.redundant_experts:",
                          "expected redundant_experts 0 with ep 1");

@@ -78,7 +78,9 @@ nlohmann::ordered_json config_json(const ServingSpec& s) {
       {"precision", s.precision}, {"replicas", s.replicas}, {"gpus", s.gpus()},
       {"replica_gpus", replica_gpus},
       {"parallel", {{"tp", s.parallel.tp}, {"pp", s.parallel.pp}, {"ep", s.parallel.ep}, {"dp_attention", s.parallel.dp_attention},
-                    {"redundant_experts", s.parallel.redundant_experts}}},
+                    {"redundant_experts", s.parallel.redundant_experts},
+                    {"dispatch", s.parallel.deepep ? "deepep" : "all_to_all"},
+                    {"two_batch_overlap", s.parallel.two_batch_overlap}}},
       {"kv_cache", {{"dtype", s.kv.dtype}, {"block_tokens", s.kv.block_tokens}, {"memory_fraction", s.kv.memory_fraction},
                     {"swap_space_GiB", s.kv.swap_space_GiB}, {"prefix_caching", s.kv.prefix_caching}}},
       {"scheduler",
@@ -164,7 +166,10 @@ void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary
                            s.parallel.ep > 1 ? fmt::format(" ep {}{}", s.parallel.ep,
                                                            s.parallel.redundant_experts > 0 ? fmt::format(" (+{} redundant experts)", s.parallel.redundant_experts) : "")
                                              : "",
-                           s.parallel.dp_attention > 1 ? fmt::format(" dp_attention {}", s.parallel.dp_attention) : "",
+                           s.parallel.dp_attention > 1 ? fmt::format(" dp_attention {}{}{}", s.parallel.dp_attention,
+                                                                     s.parallel.deepep ? ", DeepEP" : "",
+                                                                     s.parallel.two_batch_overlap ? ", two-batch overlap" : "")
+                                                       : "",
                            s.parallel.pp > 1 ? fmt::format(" ({} batch{} in flight)", s.scheduler.batches_in_flight, s.scheduler.batches_in_flight > 1 ? "es" : "") : "",
                            one_model ? fmt::format("{} GPUs of {}", s.gpus(), r.memory_by_gpu.front().first) : s.gpus_text());
   if (s.disaggregation.enabled) {

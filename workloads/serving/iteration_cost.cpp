@@ -127,9 +127,53 @@ Seconds IterationCost::attention_s(const BatchShape& batch) const {
 // Data-parallel attention: each rank's own layers beside the experts, the experts over every rank's
 // tokens. The MoE all-to-all joins the ranks at every layer, and each rank's share of a layer is
 // the same fraction of its whole forward, so the replica's forward is its slowest rank's own work
-// plus the experts'.
+// plus the experts'. With two-batch overlap each rank runs its batch as two halves, one half's
+// all-to-alls beside the other's compute, layer after layer: a layer takes twice the longer of a
+// half's compute and a half's all-to-alls.
 IterationTime IterationCost::time_ranks(const std::vector<BatchShape>& ranks) {
   IterationTime out;
+  if (s_.host.declared)  // every rank's engine plans, samples and processes its own batch beside the others
+    for (const BatchShape& batch : ranks)
+      out.host_s = std::max(out.host_s, s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests));
+  Seconds gpu_s = 0;
+  if (!s_.parallel.two_batch_overlap) {
+    const RankStep step = slowest_rank(ranks);
+    out.linear_s = step.slowest.linear_s;
+    out.attention_s = step.slowest.attention_s;
+    out.communication_s = step.slowest.communication_s;
+    out.logits_s = step.slowest.logits_s;
+    gpu_s = step.compute_s + step.all_to_all_s;
+  } else {
+    std::vector<BatchShape> halves;
+    for (const BatchShape& b : ranks) halves.push_back(half_of(b));
+    const RankStep half = slowest_rank(halves);
+    out.linear_s = 2 * half.slowest.linear_s;
+    out.attention_s = 2 * half.slowest.attention_s;
+    out.communication_s = 2 * half.slowest.communication_s;
+    out.logits_s = 2 * half.slowest.logits_s;
+    gpu_s = 2 * std::max(half.compute_s, half.all_to_all_s);
+  }
+  out.total_s = s_.host.overlapped ? std::max(gpu_s, out.host_s) : gpu_s + out.host_s;
+  return out;
+}
+
+/// The larger half of a rank's batch: half its decode requests (and their keys), half of each
+/// prefill chunk, half its sampled rows, each rounded up.
+BatchShape IterationCost::half_of(const BatchShape& b) {
+  BatchShape h;
+  for (const PrefillChunk& c : b.chunks) h.chunks.push_back({c.context_tokens, (c.tokens + 1) / 2});
+  h.decode_requests = (b.decode_requests + 1) / 2;
+  h.decode_context_tokens = b.decode_requests > 0 ? b.decode_context_tokens * double(h.decode_requests) / double(b.decode_requests) : 0;
+  h.decode_query_tokens = b.decode_query_tokens;
+  h.sampled_rows = (b.sampled_rows + 1) / 2;
+  return h;
+}
+
+/// One step of every rank, no overlap: the slowest rank's own compute (its layers without the
+/// routed experts, its TP all-reduces, attention, output layer) and all-to-alls, the experts over
+/// all the ranks' tokens added to the compute.
+IterationCost::RankStep IterationCost::slowest_rank(const std::vector<BatchShape>& ranks) {
+  RankStep out;
   Seconds slowest = -1;
   long tokens = 0;
   for (const BatchShape& batch : ranks) {
@@ -140,20 +184,18 @@ IterationTime IterationCost::time_ranks(const std::vector<BatchShape>& ranks) {
     r.communication_s = rank_communication_s(t);
     r.attention_s = attention_s(batch);
     if (batch.sampled_rows > 0) r.logits_s = op_time(s_.gpu, s_.precision, logits_forward_op(as_batch(model_, batch.sampled_rows), 1, s_.parallel.tp));
+    const Seconds a2a = t > 0 ? model_.moe_layer_count() * dispatch_combine_s(t) : 0;
     const Seconds gpu_s = r.linear_s + r.attention_s + r.communication_s + r.logits_s;
-    // Every rank's engine plans, samples and processes its own batch beside the others.
-    if (s_.host.declared) out.host_s = std::max(out.host_s, s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests));
     if (gpu_s > slowest) {
       slowest = gpu_s;
-      const Seconds host = out.host_s;
-      out = r;
-      out.host_s = host;
+      out.slowest = r;
+      out.all_to_all_s = a2a;
+      out.compute_s = gpu_s - a2a;
     }
   }
   const Seconds experts = expert_linear_s(tokens);
-  out.linear_s += experts;
-  const Seconds gpu_s = slowest + experts;
-  out.total_s = s_.host.overlapped ? std::max(gpu_s, out.host_s) : gpu_s + out.host_s;
+  out.slowest.linear_s += experts;
+  out.compute_s += experts;
   return out;
 }
 

@@ -14,7 +14,8 @@
 //  - data-parallel attention (time_ranks): each attention rank's own layers (attention, norms,
 //    router, shared experts, its TP all-reduces) over its own tokens T_k, and its all-to-alls of
 //    T_k x top_k x hidden x 2 B / (ep / dp_attention) a GPU; the slowest rank's, plus the routed
-//    experts over the sum of T_k;
+//    experts over the sum of T_k; with two_batch_overlap, twice the longer of a half batch's
+//    compute and its all-to-alls;
 //  - PP: every stage's layers, with a send of T x hidden x 2 B between stages (the loop pipelines
 //    batches through the stages: simulator/serve_sim.cpp);
 //  - the output layer over the rows that sample a token;
@@ -76,6 +77,12 @@ class IterationCost {
   Seconds rank_communication_s(long tokens);
   Seconds expert_linear_s(long tokens);
   Seconds dispatch_combine_s(long tokens);
+  struct RankStep {
+    IterationTime slowest;  // the slowest rank's parts, the experts in its linear_s
+    Seconds compute_s = 0, all_to_all_s = 0;
+  };
+  RankStep slowest_rank(const std::vector<BatchShape>& ranks);
+  static BatchShape half_of(const BatchShape& b);
   Seconds attention_s(const BatchShape& batch) const;
   void reach_local_experts(std::vector<ComputeOp>& experts, double rows, double bytes_per_param) const;
   Seconds ops_s(const std::vector<ComputeOp>& ops) const;

@@ -18,7 +18,7 @@ namespace {
 const std::initializer_list<const char*> kFields = {"name", "description", "cluster", "model", "precision", "catalog", "serving"};
 const std::initializer_list<const char*> kServingFields = {"replicas", "parallel", "kv_cache", "scheduler", "router", "requests",
                                                            "slo", "disaggregated", "speculative", "host", "series_interval_s", "gpu"};
-const std::initializer_list<const char*> kParallelFields = {"tp", "pp", "ep", "dp_attention", "redundant_experts", "dispatch"};
+const std::initializer_list<const char*> kParallelFields = {"tp", "pp", "ep", "dp_attention", "redundant_experts", "dispatch", "two_batch_overlap"};
 const std::initializer_list<const char*> kKvFields = {"dtype", "block_tokens", "memory_fraction", "swap_space_GiB", "prefix_caching"};
 const std::initializer_list<const char*> kSchedulerFields = {"max_batch_tokens", "max_batch_requests", "chunked_prefill", "priority",
                                                              "preemption", "batches_in_flight"};
@@ -90,6 +90,10 @@ void read_parallel(const YamlField& f, ServingSpec& s) {
   if (auto v = f.find("dispatch")) {
     p.deepep = v->as_choice({"all_to_all", "deepep"}) == "deepep";
     if (p.ep == 1) v->fail("expected dispatch only with ep > 1 (there is no expert all-to-all)");
+  }
+  if (auto v = f.find("two_batch_overlap")) {
+    p.two_batch_overlap = v->as_bool();
+    if (p.two_batch_overlap && d == 1) v->fail("expected two_batch_overlap only with dp_attention > 1 (a rank's halves overlap their all-to-alls)");
   }
   if (p.redundant_experts > 0 && p.ep == 1)
     f.child("redundant_experts").fail("expected redundant_experts 0 with ep 1 (copies of experts are spread over expert-parallel ranks)");

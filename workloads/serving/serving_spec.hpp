@@ -36,6 +36,9 @@ namespace clustersim {
 struct ServingParallel {
   int tp = 1, pp = 1, ep = 1, dp_attention = 1, redundant_experts = 0;
   bool deepep = false;
+  /// Two-batch overlap (SGLang's --enable-two-batch-overlap, DeepSeek's serving): each attention
+  /// rank splits its batch in two and runs one half's all-to-alls beside the other's compute.
+  bool two_batch_overlap = false;
   int gpus() const { return tp * pp * dp_attention; }
   /// GPUs one routed expert's FFN is split over.
   int expert_tp() const { return tp * dp_attention / ep; }
