@@ -61,6 +61,7 @@ struct Replica {
   bool lockstep = false;
   bool busy = false;                        // lockstep: a step is running
   std::vector<std::vector<int>> lane_gpus = {};  // lockstep: each attention rank's GPUs
+  std::vector<long> lane_inbound = {};           // lockstep: KV caches on their way to each rank
 
   long outstanding() const { return sum([](const ReplicaScheduler& s) { return s.outstanding(); }); }
   long free_blocks() const { return sum([](const ReplicaScheduler& s) { return s.free_blocks(); }); }
@@ -128,8 +129,10 @@ class Loop {
                                               swap_blocks / share, s.kv.prefix_caching),
                              {}, false, 0, std::vector<std::pair<Seconds, Seconds>>(std::size_t(pp))});
       for (int j = 0; j < pp; ++j) rep.stage_gpus.push_back(gpus[std::size_t(j * tp)]);
-      if (lockstep)
+      if (lockstep) {
         for (int l = 0; l < lanes; ++l) rep.lane_gpus.emplace_back(gpus.begin() + l * tp, gpus.begin() + (l + 1) * tp);
+        rep.lane_inbound.assign(std::size_t(lanes), 0);
+      }
       replicas_.push_back(std::move(rep));
       if (lockstep) {
         for (int l = 0; l < lanes; ++l) {
@@ -193,7 +196,9 @@ class Loop {
       } else if (e.kind == EventKind::kv_arrival) {
         const int k = r_.requests[std::size_t(e.index)].replica;
         add_inbound(k, -1);
-        start_if_idle(k, enqueue(k, e.index, kv_lane_[std::size_t(e.index)]), now);
+        const int lane = kv_lane_[std::size_t(e.index)];
+        if (lane >= 0) --replicas_[std::size_t(k)].lane_inbound[std::size_t(lane)];
+        start_if_idle(k, enqueue(k, e.index, lane), now);
       } else {
         finish(int(e.index), e.lane, now);
       }
@@ -258,12 +263,16 @@ class Loop {
   }
 
   /// Replica k's lane with the fewest requests (vLLM's choice between its virtual engines, and
-  /// between data-parallel attention ranks), the first of those tied.
+  /// between data-parallel attention ranks, counting the KV caches on their way to a rank), the
+  /// first of those tied.
   int least_loaded_lane(int k) const {
     const Replica& rep = replicas_[std::size_t(k)];
+    const auto load = [&](int l) {
+      return rep.lanes[std::size_t(l)].scheduler.outstanding() + (rep.lane_inbound.empty() ? 0 : rep.lane_inbound[std::size_t(l)]);
+    };
     int lane = 0;
     for (int l = 1; l < int(rep.lanes.size()); ++l)
-      if (rep.lanes[std::size_t(l)].scheduler.outstanding() < rep.lanes[std::size_t(lane)].scheduler.outstanding()) lane = l;
+      if (load(l) < load(lane)) lane = l;
     return lane;
   }
   /// Hands a request to replica k's `lane` (-1: the least loaded); returns the lane. least_loaded's
@@ -433,8 +442,11 @@ class Loop {
       r.replica = to;
       add_inbound(to, +1);
       kv_started_s_[std::size_t(id)] = now;
-      const Replica& dst = replicas_[std::size_t(to)];
-      if (dst.lockstep) kv_lane_[std::size_t(id)] = least_loaded_lane(to);
+      Replica& dst = replicas_[std::size_t(to)];
+      if (dst.lockstep) {
+        kv_lane_[std::size_t(id)] = least_loaded_lane(to);
+        ++dst.lane_inbound[std::size_t(kv_lane_[std::size_t(id)])];
+      }
       const std::vector<int>& from_gpus = rep.lockstep ? rep.lane_gpus[std::size_t(lane)] : s_.placement[std::size_t(k)].gpus;
       const std::vector<int>& to_gpus = dst.lockstep ? dst.lane_gpus[std::size_t(kv_lane_[std::size_t(id)])] : s_.placement[std::size_t(to)].gpus;
       r_.kv_transfer_alone_s_sum += kv_.start(now, id, from_gpus, to_gpus, bytes);

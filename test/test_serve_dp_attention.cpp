@@ -3,6 +3,9 @@
 // forms written here, and the ranks stepping together.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string_view>
+
 #include "simulator/serve_sim.hpp"
 #include "simulator/serve_validation.hpp"
 #include "support.hpp"
@@ -181,4 +184,40 @@ TEST_CASE("two-batch overlap costs a small decode batch and pays a large one, as
   INFO("TBO at 32 tokens a GPU " << 100 * small << "%, at 256 " << 100 * large << "%");
   CHECK(small == Approx(-0.27).margin(0.10));
   CHECK(large == Approx(0.255).margin(0.10));
+}
+
+namespace {
+
+/// Counts each GPU's decode slices of a serve trace.
+struct DecodeSlices : TraceSink {
+  std::map<int, int> per_gpu;
+  bool wants(int, bool) const override { return true; }
+  void event(int gpu, int, const TraceRecord& r) override {
+    if (std::string_view(r.name) == "decode") ++per_gpu[gpu];
+  }
+  void place(int, int, int) override {}
+};
+
+}  // namespace
+
+TEST_CASE("disaggregated with data-parallel attention: prompts finishing together spread their KV caches over the decode ranks", "[serve]") {
+  // Two Mixtral replicas of 8 ranks on two nodes: prefill on GPUs 0-7, decode on 8-15. Eight
+  // prompts land on the eight prefill ranks, finish in one step and leave together; counting the
+  // caches already on their way, each decode rank gets one, so every decode rank decodes.
+  // A short prompt at 0 starts a step; the eight arrive during it and prefill together in the next.
+  std::string rows;
+  for (int k = 1; k <= 8; ++k) rows += "0.000" + std::to_string(k) + ",512,4\n";
+  const std::string csv = test::temp_file("arrival_s,prompt_tokens,output_tokens\n0,16,1\n" + rows, ".csv");
+  const std::string file = test::temp_file("name: dp8-disagg\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                                           "\nmodel: " + source_path("scenarios/models/mixtral-8x7b.yaml") +
+                                           "\nserving:\n  disaggregated: {prefill_replicas: 1, decode_replicas: 1}\n"
+                                           "  parallel: {tp: 1, dp_attention: 8, ep: 8}\n"
+                                           "  requests: {arrival: trace, trace: " + csv + "}\n");
+  DecodeSlices slices;
+  const ServeResult r = simulate_serving(load_serving(file), &slices);
+  for (const RequestState& q : r.requests) CHECK(q.finished());
+  for (int gpu = 8; gpu < 16; ++gpu) {
+    INFO("decode GPU " << gpu);
+    CHECK(slices.per_gpu[gpu] > 0);
+  }
 }
