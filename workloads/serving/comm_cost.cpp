@@ -25,9 +25,11 @@ Seconds ServingComm::all_to_all_s(const std::vector<int>& group, double bytes_pe
   const double n = double(group.size());
   if (bytes_per_gpu <= 0 || n < 2) return 0;
   const NcclTopology topo = nccl_topology(cluster_, group, channels_);
-  double per_gpu_GBps = topo.intra_GBps;
-  if (topo.nodes > 1) per_gpu_GBps = std::min(per_gpu_GBps, topo.inter_GBps / (n / topo.nodes));
-  return bytes_per_gpu * (n - 1) / n / (per_gpu_GBps * kGiga);
+  // The share for this GPU's node peers crosses NVLink, the rest its share of the node's NICs, at once.
+  const double per_node = n / topo.nodes;
+  const Seconds nvlink_s = bytes_per_gpu * (per_node - 1) / n / (topo.intra_GBps * kGiga);
+  if (topo.nodes == 1) return nvlink_s;
+  return std::max(nvlink_s, bytes_per_gpu * (n - per_node) / n / (topo.inter_GBps / per_node * kGiga));
 }
 
 Seconds ServingComm::deepep_all_to_all_s(const std::vector<int>& group, double tokens, double token_bytes, const DeepEpRouting& routing) {

@@ -3,12 +3,12 @@
 // `search`'s screen prices collectives with (collectives/tuner_nccl.hpp): NCCL's tuner's predicted
 // time for its pick of a TP all-reduce, and NCCL's ring with Simple where it picks none. NCCL does
 // not tune all-to-all or send/recv, so those are bytes over bandwidth: an all-to-all of B bytes per
-// GPU over n ranks moves B (n - 1) / n through each GPU's share of its node's bandwidth (scale-up
-// inside a node, else the lesser of scale-up and its share of the node's NICs, nccl_topology's
-// figures); a point-to-point transfer (a pipeline send, a KV cache moving between pools, alone) is
-// its bytes over the bottleneck link of the routed path (topologies/router.hpp, usable rates after
-// each link type's efficiency) plus the path's latency; kv_transfers.hpp shares the fabric among
-// the KV caches in flight.
+// GPU over n ranks, p on each node, sends B (p - 1) / n over NVLink and B (n - p) / n over its share
+// of its node's NICs at once (nccl_topology's figures), the slower of the two; a point-to-point
+// transfer (a pipeline send, a KV cache moving between pools, alone) is its bytes over the
+// bottleneck link of the routed path (topologies/router.hpp, usable rates after each link type's
+// efficiency) plus the path's latency; kv_transfers.hpp shares the fabric among the KV caches in
+// flight.
 #include <map>
 #include <tuple>
 #include <vector>
