@@ -154,7 +154,7 @@ TEST_CASE("list --csv - has a row for everything the JSON lists, with its kind",
   const Table t = parse_csv(ok("list --csv -").stdout_text);
   const auto j = test::cli_json("list");
   std::size_t listed = 0;
-  for (const char* kind : {"commands", "algorithms", "protocols", "fabrics", "solvers", "schedules", "gpus"}) listed += j.at(kind).size();
+  for (const char* kind : {"commands", "algorithms", "protocols", "fabrics", "solvers", "schedules", "serving", "gpus"}) listed += j.at(kind).size();
   REQUIRE(t.size() == listed + 1);
   CHECK(t[0] == std::vector<std::string>{"kind", "name", "description"});
   std::size_t fabrics = 0;

@@ -77,6 +77,10 @@ TEST_CASE("list --json conforms and lists what the text lists", "[json]") {
   REQUIRE(!j.at("schedules").empty());
   for (const auto& s : j.at("schedules")) CHECK(text.find(s.at("name").get<std::string>()) != std::string::npos);
   REQUIRE(!j.at("gpus").empty());  // the shipped catalog, found from the build tree
+  // Serving's named choices: the table the serving reader checks values against.
+  REQUIRE(!j.at("serving").empty());
+  for (const auto& c : j.at("serving"))
+    CHECK(text.find(c.at("key").get<std::string>() + ": " + c.at("name").get<std::string>()) != std::string::npos);
 }
 
 TEST_CASE("validate --json conforms, and its error is the published figure's", "[json]") {

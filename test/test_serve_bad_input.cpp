@@ -202,3 +202,16 @@ TEST_CASE("serve: data-parallel attention needs experts, one stage and ep a mult
   require_one_line_error(test::run_cli("serve " + alone), "error: " + alone + ":5: serving.parallel.redundant_experts:",
                          "expected redundant_experts 0 with ep 1");
 }
+
+TEST_CASE("serve: a named choice outside the table list prints is refused with the table's names", "[serve]") {
+  // workloads/serving/serving_choices.hpp is what both `clustersim list` prints and the reader takes.
+  const std::string router = serving_file("  parallel: {tp: 8}\n" + kRequests + "  router: fastest\n");
+  require_one_line_error(test::run_cli("serve " + router), "error: " + router + ":7: serving.router:",
+                         "expected one of: round_robin, least_loaded, kv_aware; got 'fastest'");
+  const std::string dispatch = serving_file("  parallel: {tp: 8, ep: 1, dispatch: nvshmem}\n" + kRequests);
+  require_one_line_error(test::run_cli("serve " + dispatch), "error: " + dispatch + ":5: serving.parallel.dispatch:",
+                         "expected one of: all_to_all, deepep; got 'nvshmem'");
+  const auto listed = test::run_cli("list");
+  for (const char* name : {"router: kv_aware", "parallel.dispatch: deepep", "scheduler.preemption: swap", "requests.arrival: gamma"})
+    CHECK(listed.stdout_text.find(name) != std::string::npos);
+}

@@ -172,10 +172,17 @@ std::vector<long> YamlField::as_integer_list(long min, long max) const {
 }
 
 std::string YamlField::as_choice(std::initializer_list<const char*> choices) const {
+  return as_choice(std::vector<std::string>(choices.begin(), choices.end()));
+}
+
+std::string YamlField::as_choice(const std::vector<std::string>& choices) const {
   std::string v = as_string();
-  for (const char* c : choices)
+  std::string listed;
+  for (const std::string& c : choices) {
     if (v == c) return v;
-  fail("expected one of: " + join(choices) + "; got '" + v + "'");
+    listed += (listed.empty() ? "" : ", ") + c;
+  }
+  fail("expected one of: " + listed + "; got '" + v + "'");
 }
 
 }  // namespace clustersim

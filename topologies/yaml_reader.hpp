@@ -40,6 +40,7 @@ class YamlField {
   std::vector<long> as_integer_list(long min, long max) const;
   /// A string among `choices`.
   std::string as_choice(std::initializer_list<const char*> choices) const;
+  std::string as_choice(const std::vector<std::string>& choices) const;
 
   [[noreturn]] void fail(const std::string& expected) const;
   int line() const;

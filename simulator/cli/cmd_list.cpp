@@ -13,6 +13,7 @@
 #include "topologies/fabric.hpp"
 #include "workloads/gpu_catalog.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/serving/serving_choices.hpp"
 
 namespace clustersim::cli {
 
@@ -56,6 +57,9 @@ nlohmann::ordered_json csv_rows(const nlohmann::ordered_json& j) {
   for (const auto& p : j["protocols"])
     rows.push_back({{"kind", "protocols"}, {"name", p["name"]},
                     {"description", fmt::format("{:.2f} of bandwidth", p["bandwidth_fraction"].get<double>())}});
+  for (const auto& c : j["serving"])
+    rows.push_back({{"kind", "serving"}, {"name", c["key"].get<std::string>() + ": " + c["name"].get<std::string>()},
+                    {"description", c["description"]}});
   for (const auto& g : j["gpus"])
     rows.push_back({{"kind", "gpus"}, {"name", g["name"]},
                     {"description", fmt::format("{:.0f} GB HBM", g["hbm_bytes"].get<double>() / 1e9)}});
@@ -66,7 +70,7 @@ nlohmann::ordered_json csv_rows(const nlohmann::ordered_json& j) {
 
 void add_list_command(CLI::App& app) {
   auto catalog = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols, fabrics, pipeline schedules and GPUs");
+  CLI::App* cmd = app.add_subcommand("list", "list registered algorithms, protocols, fabrics, pipeline schedules, serving choices and GPUs");
   cmd->add_option("--catalog", *catalog, std::string("the GPU catalog to list (default ") + kDefaultCatalog + ", if present)");
   auto json = std::make_shared<std::string>(), csv = std::make_shared<std::string>();
   cmd->add_option("--json", *json, "also write the lists as JSON (- or /dev/stdout: to stdout, without the text)");
@@ -104,6 +108,9 @@ void add_list_command(CLI::App& app) {
     j["schedules"] = nlohmann::ordered_json::array();
     for (const Schedule* s : all_schedules())
       j["schedules"].push_back({{"name", s->name()}, {"description", s->description()}, {"chunks_required", s->chunks_required()}});
+    j["serving"] = nlohmann::ordered_json::array();
+    for (const ServingChoice& c : serving_choices())
+      j["serving"].push_back({{"key", c.key}, {"name", c.name}, {"description", c.description}});
     j["gpus"] = loaded ? gpus_json(*loaded) : nlohmann::ordered_json::array();
     out << "commands:\n";
     for (const CLI::App* sub : app.get_subcommands({}))
@@ -139,6 +146,8 @@ void add_list_command(CLI::App& app) {
       out << fmt::format("  {:<14} {} [{}]\n", s->name(), s->description(),
                                v == 0 ? "any chunks per rank" : v == 1 ? "1 chunk per rank" : fmt::format("{} chunks per rank", v));
     }
+    out << "serving choices (clustersim serve files, under serving:):\n";
+    for (const ServingChoice& c : serving_choices()) out << fmt::format("  {:<40} {}\n", c.key + ": " + c.name, c.description);
     if (loaded) print_gpus(*loaded, out);
     if (!json->empty()) write_json(*json, j);
     write_csv(*csv, csv_rows(j));

@@ -8,6 +8,7 @@
 #include "topologies/yaml_reader.hpp"
 #include "workloads/field_override.hpp"
 #include "workloads/scenario.hpp"
+#include "workloads/serving/serving_choices.hpp"
 
 namespace clustersim {
 
@@ -88,7 +89,7 @@ void read_parallel(const YamlField& f, ServingSpec& s) {
                          (p.redundant_experts > 0 ? " and " + std::to_string(p.redundant_experts) + " redundant ones (" + std::to_string(copies) + ")" : ""));
   }
   if (auto v = f.find("dispatch")) {
-    p.deepep = v->as_choice({"all_to_all", "deepep"}) == "deepep";
+    p.deepep = v->as_choice(serving_choice_names("parallel.dispatch")) == "deepep";
     if (p.ep == 1) v->fail("expected dispatch only with ep > 1 (there is no expert all-to-all)");
   }
   if (auto v = f.find("two_batch_overlap")) {
@@ -105,7 +106,7 @@ void read_parallel(const YamlField& f, ServingSpec& s) {
 void read_kv(const YamlField& f, ServingSpec& s) {
   f.expect_keys(kKvFields);
   if (auto v = f.find("dtype")) {
-    s.kv.dtype = v->as_choice({"bf16", "fp16", "fp8"});
+    s.kv.dtype = v->as_choice(serving_choice_names("kv_cache.dtype"));
     s.kv.dtype_bytes = s.kv.dtype == "fp8" ? 1 : 2;
   }
   if (auto v = f.find("block_tokens")) s.kv.block_tokens = static_cast<int>(v->as_integer_in(1, 1024, "tokens"));
@@ -120,9 +121,9 @@ void read_scheduler(const YamlField& f, ServingSpec& s) {
   if (auto v = f.find("max_batch_requests")) s.scheduler.max_batch_requests = v->as_integer_in(1, 65536, "requests");
   if (auto v = f.find("chunked_prefill")) s.scheduler.chunked_prefill = v->as_bool();
   if (auto v = f.find("priority"))
-    s.scheduler.priority = v->as_choice({"decode", "prefill"}) == "decode" ? SchedulePriority::decode : SchedulePriority::prefill;
+    s.scheduler.priority = v->as_choice(serving_choice_names("scheduler.priority")) == "decode" ? SchedulePriority::decode : SchedulePriority::prefill;
   if (auto v = f.find("preemption"))
-    s.scheduler.preemption = v->as_choice({"recompute", "swap"}) == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
+    s.scheduler.preemption = v->as_choice(serving_choice_names("scheduler.preemption")) == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
   const int pp = s.parallel.pp;
   if (auto v = f.find("batches_in_flight"))
     s.scheduler.batches_in_flight = static_cast<int>(
@@ -133,7 +134,7 @@ void read_requests(const std::filesystem::path& dir, const YamlField& f, Serving
   f.expect_keys(kRequestFields);
   RequestStreamSpec& r = s.requests;
   r.line = f.line();
-  const std::string arrival = f.child("arrival").as_choice({"poisson", "gamma", "trace"});
+  const std::string arrival = f.child("arrival").as_choice(serving_choice_names("requests.arrival"));
   r.arrival = arrival == "poisson" ? ArrivalKind::poisson : arrival == "gamma" ? ArrivalKind::gamma : ArrivalKind::trace;
   if (auto v = f.find("seed")) r.seed = static_cast<std::uint64_t>(v->as_integer_in(0, 1L << 62));
   if (r.arrival == ArrivalKind::trace) {
@@ -182,7 +183,7 @@ void read_host(const YamlField& f, ServingSpec& s) {
 void read_speculative(const std::filesystem::path& dir, const YamlField& f, ServingSpec& s) {
   f.expect_keys(kSpecFields);
   SpeculativeSpec& sp = s.speculative;
-  sp.method = f.child("method").as_choice({"draft", "mtp"}) == "draft" ? SpeculativeMethod::draft : SpeculativeMethod::mtp;
+  sp.method = f.child("method").as_choice(serving_choice_names("speculative.method")) == "draft" ? SpeculativeMethod::draft : SpeculativeMethod::mtp;
   sp.tokens = static_cast<int>(f.child("tokens").as_integer_in(1, 16, "tokens"));
   const YamlField rate = f.child("acceptance_rate");
   if (rate.is_sequence()) {
@@ -284,7 +285,7 @@ ServingSpec load_serving(const std::string& path, const std::vector<std::string>
   if (auto v = sv.find("scheduler")) read_scheduler(*v, s);
   if (s.scheduler.batches_in_flight == 0) s.scheduler.batches_in_flight = s.parallel.pp;  // unwritten: pp
   if (auto v = sv.find("router"))
-    s.router = v->as_choice({"round_robin", "least_loaded", "kv_aware"}) == "round_robin" ? RouterKind::round_robin
+    s.router = v->as_choice(serving_choice_names("router")) == "round_robin" ? RouterKind::round_robin
                : v->as_string() == "least_loaded"                                        ? RouterKind::least_loaded
                                                                                           : RouterKind::kv_aware;
   read_requests(dir, sv.child("requests"), s);
