@@ -113,6 +113,10 @@ TEST_CASE("serve: every numeric field is range-checked at its line", "[serve]") 
       {"serving.speculative.tokens=17", "serving.speculative.tokens", "expected an integer from 1 to 16"},
       {"serving.scheduler.preemption=evict", "serving.scheduler.preemption", "expected one of: recompute, swap"},
       {"serving.kv_cache.swap_space_GiB=-1", "serving.kv_cache.swap_space_GiB", "expected a number from 0 to 100000 GiB"},
+      {"serving.parallel.dp_attention=0", "serving.parallel.dp_attention", "expected an integer from 1 to 1024 attention ranks"},
+      {"serving.parallel.dp_attention=2000", "serving.parallel.dp_attention", "expected an integer from 1 to 1024 attention ranks"},
+      {"serving.parallel.redundant_experts=-1", "serving.parallel.redundant_experts", "expected an integer from 0 to 1048576 experts"},
+      {"serving.parallel.two_batch_overlap=maybe", "serving.parallel.two_batch_overlap", "expected true or false"},
   };
   const std::string file = serving_file("  parallel: {tp: 8}\n" + kRequests + "  speculative: {method: mtp, tokens: 2, acceptance_rate: 0.5}\n");
   for (const auto& c : cases) {
