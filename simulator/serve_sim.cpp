@@ -58,11 +58,11 @@ struct Replica {
   std::vector<int> stage_gpus;        // each stage's first GPU (the replica's first GPU first)
   int model = 0;  // into the loop's ModelCosts
   SplitMix64 rng;
-  bool lockstep = false;
   bool busy = false;                        // lockstep: a step is running
-  std::vector<std::vector<int>> lane_gpus = {};  // lockstep: each attention rank's GPUs
+  std::vector<std::vector<int>> lane_gpus = {};  // lockstep: each attention rank's GPUs (empty: not lockstep)
   std::vector<long> lane_inbound = {};           // lockstep: KV caches on their way to each rank
 
+  bool lockstep() const { return !lane_gpus.empty(); }
   long outstanding() const { return sum([](const ReplicaScheduler& s) { return s.outstanding(); }); }
   long free_blocks() const { return sum([](const ReplicaScheduler& s) { return s.free_blocks(); }); }
   long total_blocks() const { return sum([](const ReplicaScheduler& s) { return s.total_blocks(); }); }
@@ -123,7 +123,6 @@ class Loop {
       const std::vector<int>& gpus = s.placement[std::size_t(k)].gpus;
       Replica rep{{}, std::vector<Seconds>(std::size_t(pp), 0), {}, replica_model[std::size_t(k)],
                   SplitMix64(s.requests.seed * 1000003 + std::uint64_t(k) + 1)};
-      rep.lockstep = lockstep;
       for (int l = 0; l < lanes; ++l)
         rep.lanes.push_back({ReplicaScheduler(s.scheduler, mem.blocks / share, s.kv.block_tokens, s.speculative.tokens, role,
                                               swap_blocks / share, s.kv.prefix_caching),
@@ -287,7 +286,7 @@ class Loop {
   }
   void start_if_idle(int k, int lane, Seconds now) {
     const Replica& rep = replicas_[std::size_t(k)];
-    if (rep.lockstep) {
+    if (rep.lockstep()) {
       if (!rep.busy) step(k, now);
     } else if (!rep.lanes[std::size_t(lane)].busy) {
       start(k, lane, now);
@@ -443,12 +442,12 @@ class Loop {
       add_inbound(to, +1);
       kv_started_s_[std::size_t(id)] = now;
       Replica& dst = replicas_[std::size_t(to)];
-      if (dst.lockstep) {
+      if (dst.lockstep()) {
         kv_lane_[std::size_t(id)] = least_loaded_lane(to);
         ++dst.lane_inbound[std::size_t(kv_lane_[std::size_t(id)])];
       }
-      const std::vector<int>& from_gpus = rep.lockstep ? rep.lane_gpus[std::size_t(lane)] : s_.placement[std::size_t(k)].gpus;
-      const std::vector<int>& to_gpus = dst.lockstep ? dst.lane_gpus[std::size_t(kv_lane_[std::size_t(id)])] : s_.placement[std::size_t(to)].gpus;
+      const std::vector<int>& from_gpus = rep.lockstep() ? rep.lane_gpus[std::size_t(lane)] : s_.placement[std::size_t(k)].gpus;
+      const std::vector<int>& to_gpus = dst.lockstep() ? dst.lane_gpus[std::size_t(kv_lane_[std::size_t(id)])] : s_.placement[std::size_t(to)].gpus;
       r_.kv_transfer_alone_s_sum += kv_.start(now, id, from_gpus, to_gpus, bytes);
       started_kv = true;
     }
@@ -464,8 +463,8 @@ class Loop {
   /// One slice per iteration on the replica's first GPU; with batches pipelined, one per stage the
   /// batch ran on, on that stage's first GPU.
   void trace_iteration(const Replica& rep, const Lane& ln, const ServeBatch& plan, Seconds now, int lane) {
-    const bool pipelined = rep.lanes.size() > 1 && !rep.lockstep;
-    const int first_gpu = rep.lockstep ? rep.lane_gpus[std::size_t(lane)].front() : rep.stage_gpus.front();
+    const bool pipelined = rep.lanes.size() > 1 && !rep.lockstep();
+    const int first_gpu = rep.lockstep() ? rep.lane_gpus[std::size_t(lane)].front() : rep.stage_gpus.front();
     if (!pipelined && !trace_->wants(first_gpu, true)) return;
     long prefill = 0, decode = 0;
     for (const ScheduledItem& it : plan.items) (it.decode ? decode : prefill) += it.tokens;

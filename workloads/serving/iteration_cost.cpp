@@ -86,11 +86,21 @@ IterationTime IterationCost::time(const BatchShape& batch) {
   out.linear_s = linear_s(tokens);
   out.communication_s = communication_s(tokens);
   out.attention_s = attention_s(batch);
-  if (batch.sampled_rows > 0) out.logits_s = op_time(s_.gpu, s_.precision, logits_forward_op(as_batch(model_, batch.sampled_rows), 1, s_.parallel.tp));
+  out.logits_s = logits_s(batch.sampled_rows);
   const Seconds gpu_s = out.linear_s + out.attention_s + out.communication_s + out.logits_s;
-  if (s_.host.declared) out.host_s = s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests);
+  out.host_s = host_s(batch);
   out.total_s = s_.host.overlapped ? std::max(gpu_s, out.host_s) : gpu_s + out.host_s;
   return out;
+}
+
+/// The output layer over the rows that sample a token.
+Seconds IterationCost::logits_s(long rows) const {
+  return rows > 0 ? op_time(s_.gpu, s_.precision, logits_forward_op(as_batch(model_, rows), 1, s_.parallel.tp)) : 0;
+}
+
+/// The engine's CPU time for the batch's requests (serving.host), 0 when none is declared.
+Seconds IterationCost::host_s(const BatchShape& batch) const {
+  return s_.host.declared ? s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests) : 0;
 }
 
 Seconds IterationCost::attention_s(const BatchShape& batch) const {
@@ -134,7 +144,7 @@ IterationTime IterationCost::time_ranks(const std::vector<BatchShape>& ranks) {
   IterationTime out;
   if (s_.host.declared)  // every rank's engine plans, samples and processes its own batch beside the others
     for (const BatchShape& batch : ranks)
-      out.host_s = std::max(out.host_s, s_.host.time_s(long(batch.chunks.size()) + batch.decode_requests));
+      out.host_s = std::max(out.host_s, host_s(batch));
   Seconds gpu_s = 0;
   if (!s_.parallel.two_batch_overlap) {
     const RankStep step = slowest_rank(ranks);
@@ -183,7 +193,7 @@ IterationCost::RankStep IterationCost::slowest_rank(const std::vector<BatchShape
     r.linear_s = rank_linear_s(t);
     r.communication_s = rank_communication_s(t);
     r.attention_s = attention_s(batch);
-    if (batch.sampled_rows > 0) r.logits_s = op_time(s_.gpu, s_.precision, logits_forward_op(as_batch(model_, batch.sampled_rows), 1, s_.parallel.tp));
+    r.logits_s = logits_s(batch.sampled_rows);
     const Seconds a2a = t > 0 ? model_.moe_layer_count() * dispatch_combine_s(t) : 0;
     const Seconds gpu_s = r.linear_s + r.attention_s + r.communication_s + r.logits_s;
     if (gpu_s > slowest) {
@@ -246,6 +256,13 @@ Seconds IterationCost::expert_linear_s(long tokens) {
 /// One MoE layer's dispatch and combine for `tokens` tokens of an attention rank (the whole replica
 /// without data-parallel attention), spread over the ep / dp_attention EP ranks among its GPUs.
 Seconds IterationCost::dispatch_combine_s(long tokens) {
+  if (auto it = a2a_cache_.find(tokens); it != a2a_cache_.end()) return it->second;
+  const Seconds t = dispatch_combine_uncached_s(tokens);
+  a2a_cache_.emplace(tokens, t);
+  return t;
+}
+
+Seconds IterationCost::dispatch_combine_uncached_s(long tokens) {
   const ServingParallel& p = s_.parallel;
   const MoeSpec& moe = *model_.moe;
   const double h = model_.hidden;

@@ -76,7 +76,10 @@ class IterationCost {
   Seconds rank_linear_s(long tokens);
   Seconds rank_communication_s(long tokens);
   Seconds expert_linear_s(long tokens);
-  Seconds dispatch_combine_s(long tokens);
+  Seconds dispatch_combine_s(long tokens);  // cached per token count
+  Seconds dispatch_combine_uncached_s(long tokens);
+  Seconds logits_s(long rows) const;
+  Seconds host_s(const BatchShape& batch) const;
   struct RankStep {
     IterationTime slowest;  // the slowest rank's parts, the experts in its linear_s
     Seconds compute_s = 0, all_to_all_s = 0;
@@ -93,7 +96,7 @@ class IterationCost {
   std::vector<int> ep_group_;
   std::vector<int> stage_first_gpu_;
   double kv_bytes_token_layer_ = 0;
-  std::unordered_map<long, Seconds> linear_cache_, comm_cache_, expert_cache_, rank_comm_cache_;
+  std::unordered_map<long, Seconds> linear_cache_, comm_cache_, expert_cache_, rank_comm_cache_, a2a_cache_;
 };
 
 }  // namespace clustersim
