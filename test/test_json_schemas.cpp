@@ -121,7 +121,7 @@ TEST_CASE("goodput --json conforms to goodput.schema.json, its Monte-Carlo with 
   CHECK(j.contains("monte_carlo"));
 }
 
-TEST_CASE("serve --json conforms to serve.schema.json, with an SLO, disaggregation, speculation, host time and data-parallel attention", "[json]") {
+TEST_CASE("serve --json conforms to serve.schema.json, with an SLO, disaggregation, speculation, host time, data-parallel attention and --capacity", "[json]") {
   const auto j = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") + " --set serving.requests.duration_s=5");
   CHECK(j.at("summary").contains("goodput_requests_per_s"));
   CHECK(j.at("requests").size() == j.at("summary").at("requests"));
@@ -135,6 +135,9 @@ TEST_CASE("serve --json conforms to serve.schema.json, with an SLO, disaggregati
   CHECK(h.at("config").at("host").at("overlap") == true);
   const auto dp = conforming("serve", source_path("scenarios/serving/deepseek-v3-h100-dp-attention.yaml") + " --set serving.requests.duration_s=5");
   CHECK(dp.at("config").at("parallel").at("dp_attention") == 16);
+  const auto cap = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") + " --capacity --set serving.requests.duration_s=30");
+  CHECK(cap.at("capacity").at("probes").size() >= 3);
+  CHECK_FALSE(cap.contains("requests"));
 }
 
 TEST_CASE("schema --json conforms to schema.schema.json and lists every key of the reference", "[json]") {

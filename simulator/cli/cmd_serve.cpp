@@ -11,6 +11,7 @@
 
 #include "simulator/cli/bench_clock.hpp"
 #include "simulator/cli/commands.hpp"
+#include "simulator/cli/serve_capacity_report.hpp"
 #include "simulator/cli/serve_validate.hpp"
 #include "simulator/draw_summary.hpp"
 #include "simulator/serve_cost.hpp"
@@ -26,7 +27,22 @@ struct ServeOptions {
   std::string serving;
   std::vector<std::string> overrides;
   std::string json, csv, trace, validate, prices, catalog, usd_per_kWh = "0.08", amortisation_years = "4";
+  bool capacity = false;
+  std::string attainment, rate_tolerance;
 };
+
+/// --capacity's search, from its options; each is refused without --capacity, and --capacity
+/// needs what a capacity means (an SLO) and a stream whose rate it can vary.
+CapacitySearch capacity_search(const ServeOptions& o, const ServingSpec& s) {
+  CapacitySearch c;
+  if (!o.attainment.empty()) c.attainment = parse_number(o.attainment, "--attainment", 0.01, 1);
+  if (!o.rate_tolerance.empty()) c.tolerance = parse_number(o.rate_tolerance, "--rate-tolerance", 0.0001, 1);
+  if (!s.slo.declared)
+    throw UserError(s.file, s.serving_line, "serving.slo", "missing: --capacity finds the highest rate that meets the SLO, so the file needs slo: {ttft: ..., tpot: ...}");
+  if (s.requests.arrival == ArrivalKind::trace)
+    throw UserError(s.file, s.requests.line, "serving.requests.arrival", "expected poisson or gamma with --capacity: it varies rate_per_s, which a trace's own arrival times do not have");
+  return c;
+}
 
 struct CostInputs {
   std::string prices;
@@ -242,6 +258,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--usd-per-kWh", o->usd_per_kWh, "electricity price for the cost per million tokens (default 0.08)");
   cmd->add_option("--amortisation-years", o->amortisation_years, "years the cluster's price is spread over (default 4)");
   cmd->add_option("--trace", o->trace, "write each replica's iterations as a Chrome/Perfetto trace (gzip when FILE ends .json.gz)");
+  cmd->add_flag("--capacity", o->capacity,
+                "find the highest arrival rate that still meets the file's SLO (the knee of the latency-throughput curve): "
+                "run the stream at rate after rate, doubling or halving from the file's rate_per_s, then bisecting");
+  cmd->add_option("--attainment", o->attainment, "with --capacity: the fraction of requests that must meet the SLO for a rate to hold (default 0.9)");
+  cmd->add_option("--rate-tolerance", o->rate_tolerance, "with --capacity: stop once the bracket is this fraction wide (default 0.01)");
   cmd->callback([o] {
     if (!o->validate.empty()) {
       if (!o->serving.empty()) throw UserError("command line", 0, "--validate", "expected no serving file beside --validate FILE");
@@ -254,6 +275,14 @@ void add_serve_command(CLI::App& app) {
       return;
     }
     if (o->serving.empty()) throw UserError("command line", 0, "serving", "missing: expected this argument or --validate FILE (see clustersim serve --help)");
+    if (!o->capacity) {
+      if (!o->attainment.empty()) throw UserError("command line", 0, "--attainment", "expected only with --capacity");
+      if (!o->rate_tolerance.empty()) throw UserError("command line", 0, "--rate-tolerance", "expected only with --capacity");
+    } else {
+      // One run's rows and trace: the search runs many, so neither names one.
+      if (!o->csv.empty()) throw UserError("command line", 0, "--csv", "expected no --csv with --capacity (it runs many rates; --json has each one's summary)");
+      if (!o->trace.empty()) throw UserError("command line", 0, "--trace", "expected no --trace with --capacity (it runs many rates; trace one with --set serving.requests.rate_per_s=R)");
+    }
     check_input_path(o->serving, "serving");
     if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
     CostInputs cost_in{o->prices.empty() ? shipped_file("scenarios/prices.yaml") : o->prices, {}};
@@ -263,6 +292,11 @@ void add_serve_command(CLI::App& app) {
     const PriceCatalog catalog = named_by("--prices", cost_in.prices, [&] { return load_price_catalog(cost_in.prices, "--prices"); });
     const ServingSpec s = named_by("serving", o->serving, [&] { return load_serving(o->serving, o->overrides); });
     if (!o->json.empty()) check_json_path(o->json);
+    if (o->capacity) {
+      const CapacitySearch search = capacity_search(*o, s);
+      report_capacity(s, search, find_capacity(s, search), config_json(s), o->json);
+      return;
+    }
     check_csv_path(o->csv, o->json);
     if (!o->trace.empty()) check_output_path(o->trace, "--trace");
     std::optional<TraceWriter> trace;

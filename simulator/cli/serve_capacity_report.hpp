@@ -1,0 +1,16 @@
+#pragma once
+// `clustersim serve FILE --capacity`: the rates the search ran as a latency-throughput table, and
+// the capacity it bracketed (simulator/serve_capacity.hpp), as text or as JSON.
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "simulator/serve_capacity.hpp"
+
+namespace clustersim::cli {
+
+/// `config` is serve's own config object (cmd_serve.cpp), so the JSON names the run as serve does.
+void report_capacity(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r, nlohmann::ordered_json config,
+                     const std::string& json_path);
+
+}  // namespace clustersim::cli

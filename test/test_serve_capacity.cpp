@@ -1,0 +1,136 @@
+// `clustersim serve --capacity` (simulator/serve_capacity.hpp): the highest arrival rate that still
+// meets the SLO, against the closed form of a queue that serves one request at a time, and its
+// bad input.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "one_line_error.hpp"
+#include "simulator/serve_capacity.hpp"
+#include "support.hpp"
+
+using namespace clustersim;
+using test::require_one_line_error;
+using test::source_path;
+
+namespace {
+
+const std::string kFile = "scenarios/serving/llama3-70b-h100-tp8.yaml";
+
+/// The shipped 8-GPU Llama 3 70B replica serving identical requests one at a time (a 1,024-token
+/// prompt, one output token) that arrive almost evenly (gamma gaps of cv 0.01), with a TTFT
+/// target of 1 s: a deterministic single-server queue, whose capacity is 1 / its service time.
+std::vector<std::string> one_at_a_time(const std::vector<std::string>& more = {}) {
+  std::vector<std::string> o = {"serving.requests.arrival=gamma", "serving.requests.cv=0.01", "serving.requests.prompt_tokens=1024",
+                                "serving.requests.output_tokens=1", "serving.scheduler.max_batch_requests=1",
+                                "serving.requests.duration_s=300", "serving.slo.ttft=1s", "serving.requests.rate_per_s=1"};
+  o.insert(o.end(), more.begin(), more.end());
+  return o;
+}
+
+/// A request's time on the replica: its TTFT when it arrives to an idle one.
+Seconds service_time(const ServingSpec& s) {
+  ServingSpec idle = s;
+  idle.requests.rate_per_s = 0.1;
+  const ServeSummary m = summarize_serving(idle, simulate_serving(idle));
+  REQUIRE(m.ttft.max_s == Approx(m.ttft.p50_s).epsilon(1e-9));  // no request ever waited
+  return m.ttft.p50_s;
+}
+
+}  // namespace
+
+TEST_CASE("serve --capacity: one request at a time, evenly spaced, holds up to 1 / its service time and not past it", "[serve]") {
+  const ServingSpec s = load_serving(source_path(kFile), one_at_a_time());
+  const Seconds service_s = service_time(s);
+  const CapacityResult r = find_capacity(s, CapacitySearch{});
+  // Below 1 / S no request waits; above it the n-th waits n (S - 1/rate), past the 1-s target for
+  // all but the first 1 s / (S - 1/rate) of the ~7,000 in the window. 90% of them meet it only
+  // within 0.2% of 1 / S; the bisection stops within 1%.
+  CHECK(r.held_per_s >= 0.99 / service_s);
+  CHECK(r.held_per_s <= 1.003 / service_s);
+  CHECK(r.failed_per_s > r.held_per_s);
+  CHECK(r.failed_per_s <= r.held_per_s * 1.01 + 1e-12);
+  CHECK_FALSE(r.saturated);
+  // Served at its capacity, the replica completes a request every S.
+  const std::vector<CapacityProbe> curve = probes_by_rate(r);
+  CHECK(curve.back().summary.requests_per_s == Approx(1 / service_s).epsilon(0.01));
+}
+
+TEST_CASE("serve --capacity: two replicas behind round robin each take every other request, so twice the capacity", "[serve]") {
+  const ServingSpec one = load_serving(source_path(kFile), one_at_a_time());
+  const ServingSpec two = load_serving(source_path(kFile), one_at_a_time({"serving.replicas=2"}));
+  const Seconds service_s = service_time(one);
+  const CapacityResult r = find_capacity(two, CapacitySearch{});
+  CHECK(r.held_per_s >= 2 * 0.99 / service_s);
+  CHECK(r.held_per_s <= 2 * 1.003 / service_s);
+}
+
+TEST_CASE("serve --capacity: a looser attainment admits a higher rate, and every probe's verdict is its SLO fraction", "[serve]") {
+  const ServingSpec s = load_serving(source_path(kFile), {"serving.requests.duration_s=60"});
+  CapacitySearch strict, loose;
+  strict.attainment = 0.99;
+  loose.attainment = 0.5;
+  const CapacityResult a = find_capacity(s, strict), b = find_capacity(s, loose);
+  REQUIRE(a.held_per_s > 0);
+  CHECK(b.held_per_s > a.held_per_s);
+  for (const CapacityProbe& p : a.probes) CHECK(p.held == (p.summary.slo_met_fraction >= 0.99));
+  for (const CapacityProbe& p : probes_by_rate(a))
+    if (p.rate_per_s > a.held_per_s) CHECK(p.rate_per_s >= a.failed_per_s);
+}
+
+TEST_CASE("serve --capacity: an SLO that queueing cannot break (TTFT 1,000 s in a 300-s window) is reported unbounded, not a rate", "[serve]") {
+  const ServingSpec s = load_serving(source_path(kFile), one_at_a_time({"serving.slo.ttft=1000s"}));
+  const CapacityResult r = find_capacity(s, CapacitySearch{});
+  CHECK(r.saturated);
+  CHECK(r.failed_per_s == 0);
+  CHECK(r.probes.back().summary.requests_per_s < 0.5 * r.held_per_s);
+  const auto out = test::run_cli("serve " + source_path(kFile) + " --capacity --set serving.slo.ttft=1000s --set serving.slo.tpot=1s");
+  REQUIRE(out.exit_code == 0);
+  CHECK_THAT(out.stdout_text, Catch::Contains("capacity: not bounded by this SLO"));
+}
+
+TEST_CASE("serve --capacity prints the curve it walked and the bracket, and --json holds the same probes by rate", "[serve]") {
+  const std::string args = "serve " + source_path(kFile) + " --capacity --set serving.requests.duration_s=60";
+  const auto text = test::run_cli(args);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.stdout_text, Catch::Contains("TTFT p99") && Catch::Contains("capacity: ") && Catch::Contains(" did not; "));
+  const nlohmann::json j = test::cli_json(args);
+  const nlohmann::json& c = j["capacity"];
+  CHECK(c["attainment"] == 0.9);
+  REQUIRE(c["probes"].size() >= 3);
+  double last = 0, highest_held = 0;
+  for (const auto& p : c["probes"]) {
+    CHECK(p["rate_per_s"].get<double>() > last);
+    last = p["rate_per_s"].get<double>();
+    if (p["held"].get<bool>() && last < c["failed_per_s"].get<double>()) highest_held = last;
+  }
+  CHECK(c["held_per_s"].get<double>() == highest_held);
+  CHECK(c["held_per_gpu_per_s"].get<double>() == Approx(highest_held / 8));
+  // Deterministic: the same search twice gives the same document.
+  CHECK(test::cli_json(args)["capacity"] == c);
+}
+
+TEST_CASE("serve --capacity: its bad input is one line, exit 2", "[serve]") {
+  const std::string file = source_path(kFile);
+  const std::string no_slo = test::temp_file("name: no-slo\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                                             "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
+                                             "\nserving:\n  parallel: {tp: 8}\n  requests: {arrival: poisson, rate_per_s: 1, duration_s: 1, "
+                                             "prompt_tokens: 100, output_tokens: 10}\n");
+  require_one_line_error(test::run_cli("serve " + no_slo + " --capacity"), "error: " + no_slo + ":4: serving.slo:",
+                         "the file needs slo:");
+  const std::string trace = test::temp_file("arrival_s,prompt_tokens,output_tokens\n0.1,100,10\n", ".csv");
+  const std::string traced = test::temp_file("name: traced\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                                             "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
+                                             "\nserving:\n  parallel: {tp: 8}\n  requests: {arrival: trace, trace: " + trace +
+                                             "}\n  slo: {ttft: 1s}\n");
+  require_one_line_error(test::run_cli("serve " + traced + " --capacity"), "error: " + traced + ":6: serving.requests.arrival:",
+                         "expected poisson or gamma with --capacity");
+  require_one_line_error(test::run_cli("serve " + file + " --attainment 0.5"), "error: command line: --attainment:", "expected only with --capacity");
+  require_one_line_error(test::run_cli("serve " + file + " --rate-tolerance 0.1"), "error: command line: --rate-tolerance:",
+                         "expected only with --capacity");
+  require_one_line_error(test::run_cli("serve " + file + " --capacity --attainment 1.5"), "error: command line: --attainment:", "1.5");
+  require_one_line_error(test::run_cli("serve " + file + " --capacity --rate-tolerance 0"), "error: command line: --rate-tolerance:", "0");
+  require_one_line_error(test::run_cli("serve " + file + " --capacity --csv -"), "error: command line: --csv:", "expected no --csv with --capacity");
+  require_one_line_error(test::run_cli("serve " + file + " --capacity --trace t.json"), "error: command line: --trace:",
+                         "expected no --trace with --capacity");
+}
