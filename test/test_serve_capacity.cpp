@@ -108,6 +108,13 @@ TEST_CASE("serve --capacity prints the curve it walked and the bracket, and --js
   CHECK(c["held_per_gpu_per_s"].get<double>() == Approx(highest_held / 8));
   // Deterministic: the same search twice gives the same document.
   CHECK(test::cli_json(args)["capacity"] == c);
+  // Its cost is serve's own at the capacity rate: the fleet's year over the tokens it then serves.
+  const nlohmann::json at = test::cli_json("serve " + source_path(kFile) + " --set serving.requests.duration_s=60 --set serving.requests.rate_per_s=" +
+                                           nlohmann::json(c["held_per_s"].get<double>()).dump());
+  REQUIRE(c["cost_at_capacity"]["priced"] == true);
+  CHECK(c["cost_at_capacity"]["usd_per_million_output_tokens"].get<double>() ==
+        Approx(at["cost"]["usd_per_million_output_tokens"].get<double>()).epsilon(1e-12));
+  CHECK_THAT(text.stdout_text, Catch::Contains("cost at capacity: $"));
 }
 
 TEST_CASE("serve --capacity: its bad input is one line, exit 2", "[serve]") {

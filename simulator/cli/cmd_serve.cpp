@@ -294,7 +294,11 @@ void add_serve_command(CLI::App& app) {
     if (!o->json.empty()) check_json_path(o->json);
     if (o->capacity) {
       const CapacitySearch search = capacity_search(*o, s);
-      report_capacity(s, search, find_capacity(s, search), config_json(s), o->json);
+      const CapacityResult r = find_capacity(s, search);
+      std::optional<ServeCost> at_capacity;
+      for (const CapacityProbe& p : r.probes)
+        if (p.held && p.rate_per_s == r.held_per_s) at_capacity = serve_cost(s, p.summary, catalog, cost_in.economics);
+      report_capacity(s, search, r, at_capacity ? &*at_capacity : nullptr, cost_in.prices, config_json(s), o->json);
       return;
     }
     check_csv_path(o->csv, o->json);

@@ -37,8 +37,8 @@ std::string verdict(const ServingSpec& s, const CapacitySearch& search, const Ca
 
 }  // namespace
 
-void report_capacity(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r, nlohmann::ordered_json config,
-                     const std::string& json_path) {
+void report_capacity(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r, const ServeCost* cost,
+                     const std::string& prices, nlohmann::ordered_json config, const std::string& json_path) {
   const std::vector<CapacityProbe> curve = probes_by_rate(r);
   if (!json_path.empty()) {
     nlohmann::ordered_json j = json_document("serve", std::move(config));
@@ -47,6 +47,15 @@ void report_capacity(const ServingSpec& s, const CapacitySearch& search, const C
     j["capacity"] = {{"attainment", search.attainment}, {"tolerance", search.tolerance}, {"held_per_s", r.held_per_s},
                      {"failed_per_s", r.failed_per_s}, {"saturated", r.saturated}, {"held_per_gpu_per_s", r.held_per_s / double(s.gpus())},
                      {"probes", probes}};
+    if (cost) {
+      nlohmann::ordered_json c = {{"priced", cost->priced}, {"prices", prices}};
+      if (!cost->priced) c["unpriced_reason"] = cost->unpriced_reason;
+      if (cost->priced) {
+        c["usd_per_million_output_tokens"] = cost->usd_per_million_output_tokens;
+        c["usd_per_million_tokens"] = cost->usd_per_million_tokens;
+      }
+      j["capacity"]["cost_at_capacity"] = c;
+    }
     write_json(json_path, j);
     if (!table_to_stdout(json_path, "")) return;
   }
@@ -64,6 +73,14 @@ void report_capacity(const ServingSpec& s, const CapacitySearch& search, const C
                              ms(m.tpot.p99_s), 100 * m.slo_met_fraction, p.held ? "held" : "missed");
   }
   std::cout << "(latencies in ms)\n" << verdict(s, search, r) << "\n";
+  if (!cost) return;
+  // The fleet costs the same whatever its load, so its tokens are cheapest at the highest rate
+  // that still meets the SLO.
+  if (cost->priced)
+    std::cout << fmt::format("cost at capacity: ${:.3g} per million output tokens, ${:.3g} per million tokens (prices: {})\n",
+                             cost->usd_per_million_output_tokens, cost->usd_per_million_tokens, prices);
+  else
+    std::cout << "cost at capacity: not priced (" << cost->unpriced_reason << ")\n";
 }
 
 }  // namespace clustersim::cli

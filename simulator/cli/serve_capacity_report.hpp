@@ -6,11 +6,14 @@
 #include <string>
 
 #include "simulator/serve_capacity.hpp"
+#include "simulator/serve_cost.hpp"
 
 namespace clustersim::cli {
 
 /// `config` is serve's own config object (cmd_serve.cpp), so the JSON names the run as serve does.
-void report_capacity(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r, nlohmann::ordered_json config,
-                     const std::string& json_path);
+/// `cost` is the highest held rate's cost per million tokens (null where no rate held), read from
+/// the price catalog at `prices`.
+void report_capacity(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r, const ServeCost* cost,
+                     const std::string& prices, nlohmann::ordered_json config, const std::string& json_path);
 
 }  // namespace clustersim::cli
