@@ -117,6 +117,43 @@ TEST_CASE("serve --capacity prints the curve it walked and the bracket, and --js
   CHECK_THAT(text.stdout_text, Catch::Contains("cost at capacity: $"));
 }
 
+TEST_CASE("serve --capacity --vary ranks each combination by capacity per GPU, each the search --set would give it", "[serve]") {
+  // Replicas served one request at a time: one and two replicas hold 1 / S and 2 / S, the same per
+  // GPU; the tp 1 replica does not fit Llama 3 70B and is listed as such, last.
+  std::string args = "serve " + source_path(kFile) + " --capacity --vary serving.replicas=1,2 --vary serving.parallel.tp=8,1";
+  for (const std::string& o : one_at_a_time()) args += " --set " + o;
+  const nlohmann::json j = test::cli_json(args);
+  const nlohmann::json& v = j["capacity"]["variants"];
+  REQUIRE(v.size() == 4);
+  const auto settings = [](const nlohmann::json& row) { return row["settings"].get<std::vector<std::string>>(); };
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(settings(v[i])[1] == "serving.parallel.tp=8");
+    CHECK_FALSE(v[i].contains("error"));
+  }
+  for (std::size_t i = 2; i < 4; ++i) {
+    CHECK(settings(v[i])[1] == "serving.parallel.tp=1");
+    CHECK_THAT(v[i]["error"].get<std::string>(), Catch::Contains("serving.parallel: expected llama3-70b to fit"));
+  }
+  const ServingSpec one = load_serving(source_path(kFile), one_at_a_time());
+  const double capacity_1 = 1 / service_time(one);
+  const auto held = [&](const std::string& replicas) {
+    for (const auto& row : v)
+      if (settings(row)[0] == replicas && !row.contains("error")) return row["held_per_s"].get<double>();
+    FAIL("no row for " << replicas);
+    return 0.0;
+  };
+  CHECK(held("serving.replicas=1") == Approx(capacity_1).epsilon(0.01));
+  CHECK(held("serving.replicas=2") == Approx(2 * capacity_1).epsilon(0.01));
+  CHECK(v[0]["held_per_gpu_per_s"].get<double>() >= v[1]["held_per_gpu_per_s"].get<double>());
+  // Each point is exactly the search its settings give through --set.
+  const nlohmann::json two = test::cli_json(args.substr(0, args.find(" --vary")) + args.substr(args.find(" --set")) +
+                                            " --set serving.replicas=2 --set serving.parallel.tp=8");
+  CHECK(two["capacity"]["held_per_s"].get<double>() == held("serving.replicas=2"));
+  const auto text = test::run_cli(args);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.stdout_text, Catch::Contains("serving.replicas=1 serving.parallel.tp=1  does not load: serving.parallel:"));
+}
+
 TEST_CASE("serve --capacity: its bad input is one line, exit 2", "[serve]") {
   const std::string file = source_path(kFile);
   const std::string no_slo = test::temp_file("name: no-slo\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
@@ -140,4 +177,14 @@ TEST_CASE("serve --capacity: its bad input is one line, exit 2", "[serve]") {
   require_one_line_error(test::run_cli("serve " + file + " --capacity --csv -"), "error: command line: --csv:", "expected no --csv with --capacity");
   require_one_line_error(test::run_cli("serve " + file + " --capacity --trace t.json"), "error: command line: --trace:",
                          "expected no --trace with --capacity");
+  require_one_line_error(test::run_cli("serve " + file + " --vary serving.parallel.tp=4,8"), "error: command line: --vary:", "expected only with --capacity");
+  for (const char* bad : {"serving.parallel.tp", "=4,8", "serving.parallel.tp=", "serving.parallel.tp=4,,8"})
+    require_one_line_error(test::run_cli("serve " + file + " --capacity --vary '" + bad + "'"), "error: command line: --vary:",
+                           "expected KEY=V1,V2,...");
+  require_one_line_error(test::run_cli("serve " + file + " --capacity --vary a=1,2,3,4,5,6,7,8 --vary b=1,2,3,4,5,6,7,8 --vary c=1,2,3,4,5"),
+                         "error: command line: --vary:", "expected at most 256 combinations");
+  // No point loads: the first one's own error, as serve would print it.
+  require_one_line_error(test::run_cli("serve " + file + " --capacity --vary serving.parallel.tp=1"), "error: " + file + ":",
+                         "serving.parallel: expected llama3-70b to fit");
+  require_one_line_error(test::run_cli("serve " + file + " --capacity --vary serving.no_such_key=1,2"), "error: command line: --vary: ", "unknown serving field 'serving.no_such_key'");
 }

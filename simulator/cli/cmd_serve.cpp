@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -29,6 +30,7 @@ struct ServeOptions {
   std::string json, csv, trace, validate, prices, catalog, usd_per_kWh = "0.08", amortisation_years = "4";
   bool capacity = false;
   std::string attainment, rate_tolerance;
+  std::vector<std::string> vary;
 };
 
 /// --capacity's search, from its options; each is refused without --capacity, and --capacity
@@ -263,6 +265,9 @@ void add_serve_command(CLI::App& app) {
                 "run the stream at rate after rate, doubling or halving from the file's rate_per_s, then bisecting");
   cmd->add_option("--attainment", o->attainment, "with --capacity: the fraction of requests that must meet the SLO for a rate to hold (default 0.9)");
   cmd->add_option("--rate-tolerance", o->rate_tolerance, "with --capacity: stop once the bracket is this fraction wide (default 0.01)");
+  cmd->add_option("--vary", o->vary,
+                  "with --capacity: search each combination of these settings and rank them by capacity per GPU, e.g. "
+                  "--vary serving.parallel.tp=2,4,8 (repeatable; a field as --set names it, then its values)");
   cmd->callback([o] {
     if (!o->validate.empty()) {
       if (!o->serving.empty()) throw UserError("command line", 0, "--validate", "expected no serving file beside --validate FILE");
@@ -278,6 +283,7 @@ void add_serve_command(CLI::App& app) {
     if (!o->capacity) {
       if (!o->attainment.empty()) throw UserError("command line", 0, "--attainment", "expected only with --capacity");
       if (!o->rate_tolerance.empty()) throw UserError("command line", 0, "--rate-tolerance", "expected only with --capacity");
+      if (!o->vary.empty()) throw UserError("command line", 0, "--vary", "expected only with --capacity");
     } else {
       // One run's rows and trace: the search runs many, so neither names one.
       if (!o->csv.empty()) throw UserError("command line", 0, "--csv", "expected no --csv with --capacity (it runs many rates; --json has each one's summary)");
@@ -294,11 +300,42 @@ void add_serve_command(CLI::App& app) {
     if (!o->json.empty()) check_json_path(o->json);
     if (o->capacity) {
       const CapacitySearch search = capacity_search(*o, s);
-      const CapacityResult r = find_capacity(s, search);
-      std::optional<ServeCost> at_capacity;
-      for (const CapacityProbe& p : r.probes)
-        if (p.held && p.rate_per_s == r.held_per_s) at_capacity = serve_cost(s, p.summary, catalog, cost_in.economics);
-      report_capacity(s, search, r, at_capacity ? &*at_capacity : nullptr, cost_in.prices, config_json(s), o->json);
+      const auto cost_at_capacity = [&](const ServingSpec& at, const CapacityResult& r) -> std::optional<ServeCost> {
+        for (const CapacityProbe& p : r.probes)
+          if (p.held && p.rate_per_s == r.held_per_s) return serve_cost(at, p.summary, catalog, cost_in.economics);
+        return std::nullopt;
+      };
+      if (o->vary.empty()) {
+        const CapacityResult r = find_capacity(s, search);
+        const std::optional<ServeCost> cost = cost_at_capacity(s, r);
+        report_capacity(s, search, r, cost ? &*cost : nullptr, cost_in.prices, config_json(s), o->json);
+        return;
+      }
+      // A point the file cannot take (a replica too small for the model, a tp that does not divide
+      // the heads) is a row of the answer; only when no point loads is it the user's error.
+      std::vector<CapacityVariant> variants;
+      std::optional<UserError> first_error;
+      for (std::vector<std::string>& settings : vary_product(o->vary)) {
+        CapacityVariant v;
+        std::vector<std::string> overrides = o->overrides;
+        overrides.insert(overrides.end(), settings.begin(), settings.end());
+        v.settings = std::move(settings);
+        try {
+          const ServingSpec at = load_serving(o->serving, overrides);
+          capacity_search(*o, at);
+          v.gpus = at.gpus();
+          v.result = find_capacity(at, search);
+          v.cost = cost_at_capacity(at, v.result);
+        } catch (const UserError& e) {
+          // The file and --set loaded alone (s above), so a command-line field here is --vary's.
+          const bool vary_field = e.file() == "command line" && e.field_path() == "--set";
+          if (!first_error) first_error = vary_field ? UserError(e.file(), 0, "--vary", e.expected()) : e;
+          v.error = (vary_field ? std::string("--vary") : e.field_path()) + ": " + e.expected();
+        }
+        variants.push_back(std::move(v));
+      }
+      if (std::all_of(variants.begin(), variants.end(), [](const CapacityVariant& v) { return !v.error.empty(); })) throw *first_error;
+      report_capacity_variants(s, search, variants, cost_in.prices, config_json(s), o->json);
       return;
     }
     check_csv_path(o->csv, o->json);

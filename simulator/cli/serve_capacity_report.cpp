@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <iostream>
 
 #include "simulator/cli/commands.hpp"
@@ -10,13 +13,47 @@ namespace clustersim::cli {
 
 namespace {
 
+/// --vary's product is simulated whole, each point a capacity search of its own.
+constexpr std::size_t kMaxVariants = 256;
+
 std::string ms(Seconds s) { return fmt::format("{:.1f}", s * 1e3); }
+
+/// The probe the capacity was read at (the highest held rate); null where none held.
+const CapacityProbe* at_capacity(const CapacityResult& r) {
+  for (const CapacityProbe& p : r.probes)
+    if (p.held && p.rate_per_s == r.held_per_s) return &p;
+  return nullptr;
+}
 
 nlohmann::ordered_json probe_json(const CapacityProbe& p) {
   const ServeSummary& m = p.summary;
   return {{"rate_per_s", p.rate_per_s}, {"held", p.held}, {"requests", m.requests}, {"requests_per_s", m.requests_per_s},
           {"output_tokens_per_s", m.output_tokens_per_s}, {"ttft_p50_s", m.ttft.p50_s}, {"ttft_p99_s", m.ttft.p99_s},
           {"tpot_p50_s", m.tpot.p50_s}, {"tpot_p99_s", m.tpot.p99_s}, {"slo_met_fraction", m.slo_met_fraction}};
+}
+
+nlohmann::ordered_json cost_json(const ServeCost& cost, const std::string& prices) {
+  nlohmann::ordered_json c = {{"priced", cost.priced}, {"prices", prices}};
+  if (!cost.priced) c["unpriced_reason"] = cost.unpriced_reason;
+  if (cost.priced) {
+    c["usd_per_million_output_tokens"] = cost.usd_per_million_output_tokens;
+    c["usd_per_million_tokens"] = cost.usd_per_million_tokens;
+  }
+  return c;
+}
+
+/// The bracket as JSON: where it stands, and the rates it ran by rate.
+nlohmann::ordered_json result_json(const CapacityResult& r, int gpus) {
+  nlohmann::ordered_json probes = nlohmann::ordered_json::array();
+  for (const CapacityProbe& p : probes_by_rate(r)) probes.push_back(probe_json(p));
+  return {{"held_per_s", r.held_per_s}, {"failed_per_s", r.failed_per_s}, {"saturated", r.saturated},
+          {"held_per_gpu_per_s", r.held_per_s / double(gpus)}, {"probes", probes}};
+}
+
+std::string slo_line(const ServingSpec& s, const CapacitySearch& search) {
+  return fmt::format("SLO: TTFT {}, TPOT {}, met by at least {:.4g}% of the requests that arrive in {:.4g} s at each rate\n",
+                     s.slo.ttft_s > 0 ? ms(s.slo.ttft_s) + " ms" : "-", s.slo.tpot_s > 0 ? ms(s.slo.tpot_s) + " ms" : "-",
+                     100 * search.attainment, s.requests.duration_s);
 }
 
 std::string verdict(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r) {
@@ -42,28 +79,15 @@ void report_capacity(const ServingSpec& s, const CapacitySearch& search, const C
   const std::vector<CapacityProbe> curve = probes_by_rate(r);
   if (!json_path.empty()) {
     nlohmann::ordered_json j = json_document("serve", std::move(config));
-    nlohmann::ordered_json probes = nlohmann::ordered_json::array();
-    for (const CapacityProbe& p : curve) probes.push_back(probe_json(p));
-    j["capacity"] = {{"attainment", search.attainment}, {"tolerance", search.tolerance}, {"held_per_s", r.held_per_s},
-                     {"failed_per_s", r.failed_per_s}, {"saturated", r.saturated}, {"held_per_gpu_per_s", r.held_per_s / double(s.gpus())},
-                     {"probes", probes}};
-    if (cost) {
-      nlohmann::ordered_json c = {{"priced", cost->priced}, {"prices", prices}};
-      if (!cost->priced) c["unpriced_reason"] = cost->unpriced_reason;
-      if (cost->priced) {
-        c["usd_per_million_output_tokens"] = cost->usd_per_million_output_tokens;
-        c["usd_per_million_tokens"] = cost->usd_per_million_tokens;
-      }
-      j["capacity"]["cost_at_capacity"] = c;
-    }
+    j["capacity"] = {{"attainment", search.attainment}, {"tolerance", search.tolerance}};
+    j["capacity"].update(result_json(r, s.gpus()));
+    if (cost) j["capacity"]["cost_at_capacity"] = cost_json(*cost, prices);
     write_json(json_path, j);
     if (!table_to_stdout(json_path, "")) return;
   }
   std::cout << fmt::format("# clustersim serve --capacity: {} ({} x {}, {} replica{}, {} GPUs)\n", s.name, s.model.name, s.precision,
                            s.replicas, s.replicas == 1 ? "" : "s", s.gpus());
-  std::cout << fmt::format("SLO: TTFT {}, TPOT {}, met by at least {:.4g}% of the requests that arrive in {:.4g} s at each rate\n",
-                           s.slo.ttft_s > 0 ? ms(s.slo.ttft_s) + " ms" : "-", s.slo.tpot_s > 0 ? ms(s.slo.tpot_s) + " ms" : "-",
-                           100 * search.attainment, s.requests.duration_s);
+  std::cout << slo_line(s, search);
   std::cout << fmt::format("{:>12}{:>10}{:>12}{:>14}{:>12}{:>12}{:>12}{:>12}{:>10}  {}\n", "rate (req/s)", "requests", "served/s",
                            "output tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "SLO met", "");
   for (const CapacityProbe& p : curve) {
@@ -81,6 +105,83 @@ void report_capacity(const ServingSpec& s, const CapacitySearch& search, const C
                              cost->usd_per_million_output_tokens, cost->usd_per_million_tokens, prices);
   else
     std::cout << "cost at capacity: not priced (" << cost->unpriced_reason << ")\n";
+}
+
+std::vector<std::vector<std::string>> vary_product(const std::vector<std::string>& vary) {
+  std::vector<std::vector<std::string>> product = {{}};
+  for (const std::string& v : vary) {
+    const auto eq = v.find('=');
+    std::vector<std::string> values;
+    if (eq != std::string::npos && eq > 0)
+      for (std::size_t at = eq + 1;;) {
+        const std::size_t comma = v.find(',', at);
+        values.push_back(v.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+    if (values.empty() || std::find(values.begin(), values.end(), "") != values.end())
+      throw UserError("command line", 0, "--vary", "expected KEY=V1,V2,... (a field as --set names it, then its values), got '" + v + "'");
+    std::vector<std::vector<std::string>> next;
+    for (const std::vector<std::string>& base : product)
+      for (const std::string& value : values) {
+        next.push_back(base);
+        next.back().push_back(v.substr(0, eq) + "=" + value);
+      }
+    product = std::move(next);
+    if (product.size() > kMaxVariants)
+      throw UserError("command line", 0, "--vary", fmt::format("expected at most {} combinations, got more", kMaxVariants));
+  }
+  return product;
+}
+
+void report_capacity_variants(const ServingSpec& base, const CapacitySearch& search, const std::vector<CapacityVariant>& variants,
+                              const std::string& prices, nlohmann::ordered_json config, const std::string& json_path) {
+  std::vector<const CapacityVariant*> ranked;
+  for (const CapacityVariant& v : variants) ranked.push_back(&v);
+  const auto per_gpu = [](const CapacityVariant* v) { return v->error.empty() ? v->result.held_per_s / double(v->gpus) : -1.0; };
+  std::stable_sort(ranked.begin(), ranked.end(), [&](auto* a, auto* b) { return per_gpu(a) > per_gpu(b); });
+  if (!json_path.empty()) {
+    nlohmann::ordered_json j = json_document("serve", std::move(config));
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const CapacityVariant* v : ranked) {
+      nlohmann::ordered_json row = {{"settings", v->settings}};
+      if (!v->error.empty()) {
+        row["error"] = v->error;
+      } else {
+        row["gpus"] = v->gpus;
+        row.update(result_json(v->result, v->gpus));
+        if (v->cost) row["cost_at_capacity"] = cost_json(*v->cost, prices);
+      }
+      rows.push_back(row);
+    }
+    j["capacity"] = {{"attainment", search.attainment}, {"tolerance", search.tolerance}, {"variants", rows}};
+    write_json(json_path, j);
+    if (!table_to_stdout(json_path, "")) return;
+  }
+  std::cout << fmt::format("# clustersim serve --capacity: {} ({} x {}), {} variants, best capacity per GPU first\n", base.name,
+                           base.model.name, base.precision, variants.size());
+  std::cout << slo_line(base, search);
+  std::size_t width = 8;
+  for (const CapacityVariant& v : variants) width = std::max(width, fmt::format("{}", fmt::join(v.settings, " ")).size());
+  std::cout << fmt::format("{:<{}}{:>6}{:>16}{:>10}{:>12}{:>12}{:>14}\n", "settings", width, "GPUs", "capacity req/s", "per GPU",
+                           "TTFT p99", "TPOT p99", "$/M out tok");
+  for (const CapacityVariant* v : ranked) {
+    const std::string settings = fmt::format("{}", fmt::join(v->settings, " "));
+    if (!v->error.empty()) {
+      std::cout << fmt::format("{:<{}}  does not load: {}\n", settings, width, v->error);
+      continue;
+    }
+    const CapacityProbe* p = at_capacity(v->result);
+    const std::string price = v->cost && v->cost->priced ? fmt::format("{:.3g}", v->cost->usd_per_million_output_tokens) : "-";
+    if (!p) {
+      std::cout << fmt::format("{:<{}}{:>6}{:>16}{:>10}{:>12}{:>12}{:>14}\n", settings, width, v->gpus, "none", "-", "-", "-", "-");
+      continue;
+    }
+    std::cout << fmt::format("{:<{}}{:>6}{:>16}{:>10.4g}{:>12}{:>12}{:>14}\n", settings, width, v->gpus,
+                             fmt::format("{:.4g}{}", v->result.held_per_s, v->result.saturated ? "+" : v->result.failed_per_s == 0 ? ">" : ""),
+                             v->result.held_per_s / double(v->gpus), ms(p->summary.ttft.p99_s), ms(p->summary.tpot.p99_s), price);
+  }
+  std::cout << "(latencies in ms, at the capacity rate; + : not bounded by the SLO, > : over the highest rate tried)\n";
 }
 
 }  // namespace clustersim::cli
