@@ -21,32 +21,45 @@ CapacityProbe probe(const ServingSpec& s, double rate_per_s, double attainment) 
 
 CapacityResult find_capacity(const ServingSpec& s, const CapacitySearch& search) {
   CapacityResult out;
+  // The search stays inside what a serving file may state (the reader's bounds), which also keeps
+  // every doubling and halving loop finite.
+  const auto in_bounds = [&](double rate) {
+    return rate >= kMinRatePerS && rate <= kMaxRatePerS && rate * s.requests.duration_s <= kMaxRequests;
+  };
   const auto run = [&](double rate) -> const CapacityProbe& {
     out.probes.push_back(probe(s, rate, search.attainment));
     return out.probes.back();
   };
+  // A window too short to hold one request at the file's rate says nothing: raise the rate first.
+  double rate = s.requests.rate_per_s;
+  while (run(rate).summary.requests == 0) {
+    if (!in_bounds(rate * 2)) return out;
+    rate *= 2;
+  }
   double lo = 0, hi = 0;  // highest held, lowest failed
-  const double start = s.requests.rate_per_s;
-  if (run(start).held) {
-    lo = start;
-    for (int i = 0; i < search.max_steps && hi == 0; ++i) {
+  if (out.probes.back().held) {
+    lo = rate;
+    ServeSummary at_lo = out.probes.back().summary;
+    while (hi == 0 && in_bounds(lo * 2)) {
       const double r = lo * 2;
       const CapacityProbe& p = run(r);
       if (!p.held) {
         hi = r;
-      } else if (p.summary.requests_per_s < 0.5 * r) {
-        // Served at under half the offered rate and still held: the fleet is saturated and its
-        // queue grows, but the SLO does not see it (no TTFT target). No knee to find.
+      } else if (p.summary.requests >= 1.5 * double(at_lo.requests) && p.summary.requests_per_s < 1.1 * at_lo.requests_per_s) {
+        // Many more requests, hardly more served, and still held: the fleet is saturated and its
+        // queue grows, but the SLO does not see it (no TTFT target). No knee to find. (A window of
+        // a request or two is not evidence: its count need not grow with the rate.)
         out.saturated = true;
         out.held_per_s = r;
         return out;
       } else {
         lo = r;
+        at_lo = p.summary;
       }
     }
   } else {
-    hi = start;
-    for (int i = 0; i < search.max_steps && lo == 0; ++i) {
+    hi = rate;
+    while (lo == 0 && in_bounds(hi / 2)) {
       const double r = hi / 2;
       const CapacityProbe& p = run(r);
       if (p.summary.requests == 0) break;  // not even the lone requests of a near-empty window meet it

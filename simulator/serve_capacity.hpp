@@ -26,14 +26,18 @@ struct CapacityProbe {
 struct CapacitySearch {
   double attainment = 0.9;   // fraction of requests that must meet the SLO
   double tolerance = 0.01;   // stop once the first failing rate is within this fraction of the last holding one
-  int max_steps = 40;        // doublings or halvings from the file's rate before the search gives up
 };
+
+/// The rates the search may try: those a serving file may state (workloads/serving/serving_spec.cpp's
+/// bounds on rate_per_s, and on rate_per_s x duration_s).
+constexpr double kMinRatePerS = 1e-6, kMaxRatePerS = 1e6, kMaxRequests = 1e8;
 
 struct CapacityResult {
   std::vector<CapacityProbe> probes;  // in the order they ran
   double held_per_s = 0;              // highest rate that held; 0 where none did
-  double failed_per_s = 0;            // lowest rate above it that failed; 0 where none did
-  /// The last rate held although the fleet served under half of it: the SLO sets no knee.
+  double failed_per_s = 0;            // lowest rate above it that failed; 0 where none did (or none was tried)
+  /// The last rate held although the fleet served hardly more than at half of it: the SLO sets
+  /// no knee.
   bool saturated = false;
 };
 

@@ -84,9 +84,28 @@ TEST_CASE("serve --capacity: an SLO that queueing cannot break (TTFT 1,000 s in 
   CHECK(r.saturated);
   CHECK(r.failed_per_s == 0);
   CHECK(r.probes.back().summary.requests_per_s < 0.5 * r.held_per_s);
+  CHECK(r.probes.back().summary.requests_per_s < 1.1 * r.probes[r.probes.size() - 2].summary.requests_per_s);
   const auto out = test::run_cli("serve " + source_path(kFile) + " --capacity --set serving.slo.ttft=1000s --set serving.slo.tpot=1s");
   REQUIRE(out.exit_code == 0);
   CHECK_THAT(out.stdout_text, Catch::Contains("capacity: not bounded by this SLO"));
+}
+
+TEST_CASE("serve --capacity: a target no lone request meets has no capacity, and a window too short for a request raises the rate", "[serve]") {
+  // A 1-ms TTFT against a ~40-ms prefill: every rate fails, down to windows with no request.
+  const ServingSpec s = load_serving(source_path(kFile), one_at_a_time({"serving.slo.ttft=1ms"}));
+  const CapacityResult r = find_capacity(s, CapacitySearch{});
+  CHECK(r.held_per_s == 0);
+  CHECK(r.probes.back().summary.requests == 0);
+  for (const CapacityProbe& p : r.probes) CHECK_FALSE(p.held);
+  const auto text = test::run_cli("serve " + source_path(kFile) + " --capacity --set serving.slo.ttft=1ms");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.stdout_text, Catch::Contains("capacity: none: the SLO is not met by 90% of requests at any rate tried"));
+  // A 20-ms window at 1 request/s holds none; the search doubles until it holds some.
+  const ServingSpec brief = load_serving(source_path(kFile), one_at_a_time({"serving.requests.duration_s=0.02"}));
+  const CapacityResult b = find_capacity(brief, CapacitySearch{});
+  REQUIRE(b.probes.size() >= 2);
+  CHECK(b.probes.front().summary.requests == 0);
+  CHECK(b.held_per_s > 0);
 }
 
 TEST_CASE("serve --capacity prints the curve it walked and the bracket, and --json holds the same probes by rate", "[serve]") {

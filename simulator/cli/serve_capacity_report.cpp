@@ -59,15 +59,23 @@ std::string slo_line(const ServingSpec& s, const CapacitySearch& search) {
 std::string verdict(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r) {
   const std::string runs = fmt::format("{} rate{} simulated", r.probes.size(), r.probes.size() == 1 ? "" : "s");
   if (r.saturated)
-    return fmt::format("capacity: not bounded by this SLO: at {:.4g} requests/s the fleet served {:.4g} and still met it, so its queue "
-                       "grows unseen (add a TTFT target); {}",
+    return fmt::format("capacity: not bounded by this SLO: offered {:.4g} requests/s, the fleet served {:.4g}, no more than at half "
+                       "that, and still met it, so its queue grows unseen (add a TTFT target); {}",
                        r.held_per_s, r.probes.back().summary.requests_per_s, runs);
-  if (r.held_per_s == 0)
-    return fmt::format("capacity: none: the SLO is not met by {:.0f}% of requests even at {:.4g} requests/s; {}", 100 * search.attainment,
-                       r.probes.back().rate_per_s, runs);
+  if (r.held_per_s == 0) {
+    double lowest = 0;  // the lowest rate whose window held a request
+    for (const CapacityProbe& p : r.probes)
+      if (p.summary.requests > 0 && (lowest == 0 || p.rate_per_s < lowest)) lowest = p.rate_per_s;
+    if (lowest == 0)
+      return fmt::format("capacity: none: no request arrives in the {:.4g}-s window at any rate up to {:.4g} requests/s; {}",
+                         s.requests.duration_s, r.probes.back().rate_per_s, runs);
+    return fmt::format("capacity: none: the SLO is not met by {:.4g}% of requests at any rate tried, down to {:.4g} requests/s; {}",
+                       100 * search.attainment, lowest, runs);
+  }
   if (r.failed_per_s == 0)
-    return fmt::format("capacity: over {:.4g} requests/s, the highest rate tried (the search stops after {} doublings); {}", r.held_per_s,
-                       search.max_steps, runs);
+    return fmt::format("capacity: over {:.4g} requests/s, the highest rate a serving file may state here ({:.0e} requests/s, {:.0e} "
+                       "requests in the window); {}",
+                       r.held_per_s, kMaxRatePerS, kMaxRequests, runs);
   return fmt::format("capacity: {:.4g} requests/s ({:.4g} a GPU): {:.4g} held, {:.4g} did not; {}", r.held_per_s,
                      r.held_per_s / double(s.gpus()), r.held_per_s, r.failed_per_s, runs);
 }
