@@ -3,13 +3,28 @@
 #include <algorithm>
 #include <cmath>
 
+#include "topologies/user_error.hpp"
+#include "workloads/serving/request_stream.hpp"
+
 namespace clustersim {
 
 namespace {
 
-CapacityProbe probe(const ServingSpec& s, double rate_per_s, double attainment) {
+bool is_trace(const ServingSpec& s) { return s.requests.arrival == ArrivalKind::trace; }
+
+/// The stream at `rate_per_s`: a Poisson or gamma stream's own rate, or a trace's arrival times
+/// scaled so that its rate (its_rate_per_s, at the file's time_scale) becomes this one.
+ServingSpec at_rate(const ServingSpec& s, double rate_per_s, double its_rate_per_s) {
   ServingSpec at = s;
-  at.requests.rate_per_s = rate_per_s;
+  if (is_trace(s))
+    at.requests.time_scale = s.requests.time_scale * its_rate_per_s / rate_per_s;
+  else
+    at.requests.rate_per_s = rate_per_s;
+  return at;
+}
+
+CapacityProbe probe(const ServingSpec& s, double rate_per_s, double its_rate_per_s, double attainment) {
+  const ServingSpec at = at_rate(s, rate_per_s, its_rate_per_s);
   CapacityProbe p;
   p.rate_per_s = rate_per_s;
   p.summary = summarize_serving(at, simulate_serving(at));
@@ -19,19 +34,38 @@ CapacityProbe probe(const ServingSpec& s, double rate_per_s, double attainment) 
 
 }  // namespace
 
+double stream_rate_per_s(const ServingSpec& s) {
+  if (!is_trace(s)) return s.requests.rate_per_s;
+  const std::vector<Request> requests = request_stream(s.requests);
+  double first = 0, last = 0;
+  if (!requests.empty()) {
+    first = requests.front().arrival_s;
+    last = requests.back().arrival_s;
+  }
+  if (requests.size() < 2 || last <= first)
+    throw UserError(s.requests.trace_file, 0, "arrival_s",
+                    "expected arrivals spread over time for --capacity, which scales them to each rate: this trace's arrive at one instant");
+  return double(requests.size() - 1) / (last - first);
+}
+
 CapacityResult find_capacity(const ServingSpec& s, const CapacitySearch& search) {
   CapacityResult out;
   // The search stays inside what a serving file may state (the reader's bounds), which also keeps
   // every doubling and halving loop finite.
+  const double its_rate = stream_rate_per_s(s);
   const auto in_bounds = [&](double rate) {
+    if (is_trace(s)) {
+      const double scale = s.requests.time_scale * its_rate / rate;
+      return scale >= kMinTimeScale && scale <= kMaxTimeScale;
+    }
     return rate >= kMinRatePerS && rate <= kMaxRatePerS && rate * s.requests.duration_s <= kMaxRequests;
   };
   const auto run = [&](double rate) -> const CapacityProbe& {
-    out.probes.push_back(probe(s, rate, search.attainment));
+    out.probes.push_back(probe(s, rate, its_rate, search.attainment));
     return out.probes.back();
   };
   // A window too short to hold one request at the file's rate says nothing: raise the rate first.
-  double rate = s.requests.rate_per_s;
+  double rate = its_rate;
   while (run(rate).summary.requests == 0) {
     if (!in_bounds(rate * 2)) return out;
     rate *= 2;
@@ -45,10 +79,12 @@ CapacityResult find_capacity(const ServingSpec& s, const CapacitySearch& search)
       const CapacityProbe& p = run(r);
       if (!p.held) {
         hi = r;
-      } else if (p.summary.requests >= 1.5 * double(at_lo.requests) && p.summary.requests_per_s < 1.1 * at_lo.requests_per_s) {
-        // Many more requests, hardly more served, and still held: the fleet is saturated and its
-        // queue grows, but the SLO does not see it (no TTFT target). No knee to find. (A window of
-        // a request or two is not evidence: its count need not grow with the rate.)
+      } else if ((is_trace(s) || p.summary.requests >= 1.5 * double(at_lo.requests)) &&
+                 p.summary.requests_per_s < 1.1 * at_lo.requests_per_s) {
+        // Many more requests (a trace's same ones, sooner), hardly more served, and still held:
+        // the fleet is saturated and its queue grows, but the SLO does not see it (no TTFT
+        // target). No knee to find. (A window of a request or two is not evidence: its count need
+        // not grow with the rate.)
         out.saturated = true;
         out.held_per_s = r;
         return out;

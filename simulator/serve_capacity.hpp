@@ -10,7 +10,8 @@
 // every gap scaled by 1 / rate (the common random numbers that keep the curve smooth), and the
 // same prompt and output lengths in the same order; the duration stays the file's, so a faster
 // rate carries more requests. A rate well over capacity queues without bound, but only for the
-// file's duration: attainment counts the requests of that window.
+// file's duration: attainment counts the requests of that window. A trace keeps its requests and
+// has its arrival times scaled (time_scale), as Vidur and Sarathi-Serve replay traces at a rate.
 #include <vector>
 
 #include "simulator/serve_report.hpp"
@@ -29,8 +30,14 @@ struct CapacitySearch {
 };
 
 /// The rates the search may try: those a serving file may state (workloads/serving/serving_spec.cpp's
-/// bounds on rate_per_s, and on rate_per_s x duration_s).
+/// bounds on rate_per_s, on rate_per_s x duration_s, and on a trace's time_scale).
 constexpr double kMinRatePerS = 1e-6, kMaxRatePerS = 1e6, kMaxRequests = 1e8;
+constexpr double kMinTimeScale = 1e-6, kMaxTimeScale = 1e6;
+
+/// The stream's own rate: rate_per_s, or a trace's requests after the first over the span of
+/// their arrivals (1 / the gap, when evenly spaced). A trace whose requests all arrive at once has
+/// none to scale: a UserError at the trace.
+double stream_rate_per_s(const ServingSpec& s);
 
 struct CapacityResult {
   std::vector<CapacityProbe> probes;  // in the order they ran

@@ -7,6 +7,7 @@
 
 #include "one_line_error.hpp"
 #include "simulator/serve_capacity.hpp"
+#include "workloads/serving/request_stream.hpp"
 #include "support.hpp"
 
 using namespace clustersim;
@@ -37,6 +38,14 @@ Seconds service_time(const ServingSpec& s) {
   return m.ttft.p50_s;
 }
 
+/// A serving file of the shipped replica on `trace`, with `slo` and extra `requests` fields.
+std::string traced_file(const std::string& trace, const std::string& slo, const std::string& more = "") {
+  return test::temp_file("name: traced\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
+                         "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
+                         "\nserving:\n  requests: {arrival: trace, trace: " + trace + more + "}\n  parallel: {tp: 8}\n  slo: " + slo +
+                         "\n  scheduler: {max_batch_requests: 1}\n");
+}
+
 }  // namespace
 
 TEST_CASE("serve --capacity: one request at a time, evenly spaced, holds up to 1 / its service time and not past it", "[serve]") {
@@ -63,6 +72,29 @@ TEST_CASE("serve --capacity: two replicas behind round robin each take every oth
   const CapacityResult r = find_capacity(two, CapacitySearch{});
   CHECK(r.held_per_s >= 2 * 0.99 / service_s);
   CHECK(r.held_per_s <= 2 * 1.003 / service_s);
+}
+
+TEST_CASE("serve --capacity on a trace scales its arrival times: evenly spaced requests served one at a time hold up to 1 / S", "[serve]") {
+  // 400 identical requests 1 s apart. The trace's rate is 1 request/s; at rate r its gaps are 1/r.
+  std::string rows = "arrival_s,prompt_tokens,output_tokens\n";
+  for (int i = 0; i < 400; ++i) rows += std::to_string(i) + ",1024,1\n";
+  const std::string file = traced_file(test::temp_file(rows, ".csv"), "{ttft: 60ms}");
+  const ServingSpec s = load_serving(file, {});
+  CHECK(stream_rate_per_s(s) == Approx(1.0).epsilon(1e-12));
+  // time_scale multiplies every arrival: 0.25 is four times the rate.
+  const ServingSpec quick = load_serving(file, {"serving.requests.time_scale=0.25"});
+  const std::vector<Request> a = request_stream(s.requests), b = request_stream(quick.requests);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i].arrival_s == 0.25 * a[i].arrival_s);
+  CHECK(stream_rate_per_s(quick) == Approx(4.0).epsilon(1e-12));
+  // Past 1 / S the n-th waits n (S - 1/r), past the 60-ms target (~17 ms of slack) for 90% of
+  // the 400 within 0.1% of 1 / S.
+  const ServingSpec alone = load_serving(source_path(kFile), one_at_a_time());
+  const Seconds service_s = service_time(alone);
+  const CapacityResult r = find_capacity(s, CapacitySearch{});
+  CHECK(r.held_per_s >= 0.99 / service_s);
+  CHECK(r.held_per_s <= 1.002 / service_s);
+  for (const CapacityProbe& p : r.probes) CHECK(p.summary.requests == 400);
 }
 
 TEST_CASE("serve --capacity: a looser attainment admits a higher rate, and every probe's verdict is its SLO fraction", "[serve]") {
@@ -181,13 +213,15 @@ TEST_CASE("serve --capacity: its bad input is one line, exit 2", "[serve]") {
                                              "prompt_tokens: 100, output_tokens: 10}\n");
   require_one_line_error(test::run_cli("serve " + no_slo + " --capacity"), "error: " + no_slo + ":4: serving.slo:",
                          "the file needs slo:");
-  const std::string trace = test::temp_file("arrival_s,prompt_tokens,output_tokens\n0.1,100,10\n", ".csv");
-  const std::string traced = test::temp_file("name: traced\ncluster: " + source_path("scenarios/clusters/dgx-h100-superpod.yaml") +
-                                             "\nmodel: " + source_path("scenarios/models/llama3-70b.yaml") +
-                                             "\nserving:\n  parallel: {tp: 8}\n  requests: {arrival: trace, trace: " + trace +
-                                             "}\n  slo: {ttft: 1s}\n");
-  require_one_line_error(test::run_cli("serve " + traced + " --capacity"), "error: " + traced + ":6: serving.requests.arrival:",
-                         "expected poisson or gamma with --capacity");
+  // A trace of requests that all arrive at once has no rate to scale.
+  const std::string trace = test::temp_file("arrival_s,prompt_tokens,output_tokens\n0.1,100,10\n0.1,200,10\n", ".csv");
+  require_one_line_error(test::run_cli("serve " + traced_file(trace, "{ttft: 1s}") + " --capacity"), "error: " + trace + ": arrival_s:",
+                         "expected arrivals spread over time for --capacity");
+  // time_scale belongs to traces, in (0, 1e6].
+  require_one_line_error(test::run_cli("serve " + file + " --set serving.requests.time_scale=2"), "error: " + file + ":",
+                         "serving.requests.time_scale: expected time_scale only with arrival: trace");
+  const std::string scaled = traced_file(trace, "{ttft: 1s}", ", time_scale: 0");
+  require_one_line_error(test::run_cli("serve " + scaled), "error: " + scaled + ":5: serving.requests.time_scale:", "expected a number");
   require_one_line_error(test::run_cli("serve " + file + " --attainment 0.5"), "error: command line: --attainment:", "expected only with --capacity");
   require_one_line_error(test::run_cli("serve " + file + " --rate-tolerance 0.1"), "error: command line: --rate-tolerance:",
                          "expected only with --capacity");

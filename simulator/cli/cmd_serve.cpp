@@ -34,15 +34,13 @@ struct ServeOptions {
 };
 
 /// --capacity's search, from its options; each is refused without --capacity, and --capacity
-/// needs what a capacity means (an SLO) and a stream whose rate it can vary.
+/// needs what a capacity means (an SLO).
 CapacitySearch capacity_search(const ServeOptions& o, const ServingSpec& s) {
   CapacitySearch c;
   if (!o.attainment.empty()) c.attainment = parse_number(o.attainment, "--attainment", 0.01, 1);
   if (!o.rate_tolerance.empty()) c.tolerance = parse_number(o.rate_tolerance, "--rate-tolerance", 0.0001, 1);
   if (!s.slo.declared)
     throw UserError(s.file, s.serving_line, "serving.slo", "missing: --capacity finds the highest rate that meets the SLO, so the file needs slo: {ttft: ..., tpot: ...}");
-  if (s.requests.arrival == ArrivalKind::trace)
-    throw UserError(s.file, s.requests.line, "serving.requests.arrival", "expected poisson or gamma with --capacity: it varies rate_per_s, which a trace's own arrival times do not have");
   return c;
 }
 
@@ -81,6 +79,7 @@ nlohmann::ordered_json config_json(const ServingSpec& s) {
   nlohmann::ordered_json requests = {{"arrival", arrival_name(q.arrival)}, {"seed", q.seed}};
   if (q.arrival == ArrivalKind::trace) {
     requests["trace"] = q.trace_file;
+    requests["time_scale"] = q.time_scale;
   } else {
     requests["rate_per_s"] = q.rate_per_s;
     if (q.arrival == ArrivalKind::gamma) requests["cv"] = q.cv;

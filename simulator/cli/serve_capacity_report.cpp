@@ -51,9 +51,12 @@ nlohmann::ordered_json result_json(const CapacityResult& r, int gpus) {
 }
 
 std::string slo_line(const ServingSpec& s, const CapacitySearch& search) {
-  return fmt::format("SLO: TTFT {}, TPOT {}, met by at least {:.4g}% of the requests that arrive in {:.4g} s at each rate\n",
-                     s.slo.ttft_s > 0 ? ms(s.slo.ttft_s) + " ms" : "-", s.slo.tpot_s > 0 ? ms(s.slo.tpot_s) + " ms" : "-",
-                     100 * search.attainment, s.requests.duration_s);
+  const std::string which = s.requests.arrival == ArrivalKind::trace
+                                ? fmt::format("the trace's requests, its arrival times scaled to each rate (its own: {:.4g} requests/s)",
+                                              stream_rate_per_s(s))
+                                : fmt::format("the requests that arrive in {:.4g} s at each rate", s.requests.duration_s);
+  return fmt::format("SLO: TTFT {}, TPOT {}, met by at least {:.4g}% of {}\n", s.slo.ttft_s > 0 ? ms(s.slo.ttft_s) + " ms" : "-",
+                     s.slo.tpot_s > 0 ? ms(s.slo.tpot_s) + " ms" : "-", 100 * search.attainment, which);
 }
 
 std::string verdict(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r) {

@@ -156,7 +156,10 @@ std::vector<Request> request_stream(const RequestStreamSpec& spec) {
   if (spec.arrival == ArrivalKind::trace) {
     const std::string& f = spec.trace_file;
     const bool jsonl = f.size() >= 6 && f.substr(f.size() - 6) == ".jsonl";
-    return parse_request_trace(read_input_file(f, "serving.requests.trace"), f, jsonl);
+    std::vector<Request> out = parse_request_trace(read_input_file(f, "serving.requests.trace"), f, jsonl);
+    if (spec.time_scale != 1)
+      for (Request& r : out) r.arrival_s *= spec.time_scale;
+    return out;
   }
   SplitMix64 rng(spec.seed);
   SplitMix64 prefixes(spec.seed ^ 0x5eed0f9e4f1c0ULL);

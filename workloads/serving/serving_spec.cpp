@@ -24,7 +24,7 @@ const std::initializer_list<const char*> kKvFields = {"dtype", "block_tokens", "
 const std::initializer_list<const char*> kSchedulerFields = {"max_batch_tokens", "max_batch_requests", "chunked_prefill", "priority",
                                                              "preemption", "batches_in_flight"};
 const std::initializer_list<const char*> kRequestFields = {"arrival", "rate_per_s", "cv", "duration_s", "prompt_tokens",
-                                                           "output_tokens", "seed", "trace", "shared_prefix"};
+                                                           "output_tokens", "seed", "trace", "time_scale", "shared_prefix"};
 const std::initializer_list<const char*> kPrefixFields = {"tokens", "count"};
 const std::initializer_list<const char*> kSloFields = {"ttft", "tpot"};
 const std::initializer_list<const char*> kDisaggFields = {"prefill_replicas", "decode_replicas", "prefill_gpu", "decode_gpu"};
@@ -141,9 +141,11 @@ void read_requests(const std::filesystem::path& dir, const YamlField& f, Serving
     for (const char* k : {"rate_per_s", "cv", "duration_s", "prompt_tokens", "output_tokens", "shared_prefix"})
       if (auto v = f.find(k)) v->fail("expected no " + std::string(k) + " with arrival: trace (the trace gives each request's)");
     r.trace_file = resolve_scenario_path(dir, f.child("trace"));
+    if (auto v = f.find("time_scale")) r.time_scale = v->as_number_in(1e-6, 1e6);
     return;
   }
   if (auto v = f.find("trace")) v->fail("expected a trace only with arrival: trace");
+  if (auto v = f.find("time_scale")) v->fail("expected time_scale only with arrival: trace (poisson and gamma arrivals set rate_per_s)");
   r.rate_per_s = f.child("rate_per_s").as_number_in(1e-6, 1e6, "requests/s");
   if (auto v = f.find("cv")) {
     if (r.arrival != ArrivalKind::gamma) v->fail("expected cv only with arrival: gamma (Poisson arrivals have cv 1)");

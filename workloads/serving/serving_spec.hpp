@@ -97,6 +97,7 @@ struct RequestStreamSpec {
   SharedPrefixSpec shared_prefix;
   std::uint64_t seed = 0;
   std::string trace_file;         // arrival: trace
+  double time_scale = 1;          // arrival: trace: every arrival time multiplied by this (0.5: twice the rate)
   int line = 0;                   // where `requests:` is written
 };
 
