@@ -178,8 +178,8 @@ std::string ms(Seconds s) { return fmt::format("{:.1f} ms", s * 1e3); }
 void print_report(const ServingSpec& s, const ServeResult& r, const ServeSummary& m, const ServeCost& c, const CostInputs& in) {
   const double gib = 1024.0 * 1024 * 1024;
   const bool one_model = r.memory_by_gpu.size() == 1;
-  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replicas of tp {} pp {}{}{}{}, {})\n", s.name, s.model.name,
-                           s.precision, s.replicas, s.parallel.tp, s.parallel.pp,
+  std::cout << fmt::format("# clustersim serve: {} ({} x {} on {} replica{} of tp {} pp {}{}{}{}, {})\n", s.name, s.model.name,
+                           s.precision, s.replicas, s.replicas == 1 ? "" : "s", s.parallel.tp, s.parallel.pp,
                            s.parallel.ep > 1 ? fmt::format(" ep {}{}", s.parallel.ep,
                                                            s.parallel.redundant_experts > 0 ? fmt::format(" (+{} redundant experts)", s.parallel.redundant_experts) : "")
                                              : "",
