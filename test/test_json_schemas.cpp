@@ -141,6 +141,9 @@ TEST_CASE("serve --json conforms to serve.schema.json, with an SLO, disaggregati
   const auto vary = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") +
                                             " --capacity --vary serving.parallel.tp=1,8 --set serving.requests.duration_s=10");
   CHECK(vary.at("capacity").at("variants").size() == 2);
+  const auto runs = conforming("serve", source_path("scenarios/serving/llama3-70b-h100-tp8.yaml") +
+                                            " --vary serving.parallel.tp=1,8 --set serving.requests.duration_s=5");
+  CHECK(runs.at("variants").size() == 2);
 }
 
 TEST_CASE("schema --json conforms to schema.schema.json and lists every key of the reference", "[json]") {

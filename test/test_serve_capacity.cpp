@@ -202,7 +202,32 @@ TEST_CASE("serve --capacity --vary ranks each combination by capacity per GPU, e
   CHECK(two["capacity"]["held_per_s"].get<double>() == held("serving.replicas=2"));
   const auto text = test::run_cli(args);
   REQUIRE(text.exit_code == 0);
-  CHECK_THAT(text.stdout_text, Catch::Contains("serving.replicas=1 serving.parallel.tp=1  does not load: serving.parallel:"));
+  CHECK_THAT(text.stdout_text, Catch::Contains("serving.replicas=1 serving.parallel.tp=1  does not run: serving.parallel:"));
+}
+
+TEST_CASE("serve --vary without --capacity runs each combination once: each row is serve's own summary with those --set", "[serve]") {
+  const std::string base = "serve " + source_path(kFile) + " --set serving.requests.duration_s=30";
+  const nlohmann::json j = test::cli_json(base + " --vary serving.requests.rate_per_s=4,24 --vary serving.parallel.tp=8,1");
+  const nlohmann::json& v = j["variants"];
+  REQUIRE(v.size() == 4);
+  // In --vary's order, the last key fastest; tp 1 does not fit.
+  CHECK(v[0]["settings"] == nlohmann::json::array({"serving.requests.rate_per_s=4", "serving.parallel.tp=8"}));
+  CHECK(v[1]["settings"] == nlohmann::json::array({"serving.requests.rate_per_s=4", "serving.parallel.tp=1"}));
+  CHECK_THAT(v[1]["error"].get<std::string>(), Catch::Contains("serving.parallel: expected llama3-70b to fit"));
+  for (int i : {0, 2}) {
+    const nlohmann::json one = test::cli_json(base + " --set " + v[i]["settings"][0].get<std::string>() + " --set serving.parallel.tp=8");
+    CHECK(v[i]["summary"]["ttft"] == one["summary"]["ttft"]);
+    CHECK(v[i]["summary"]["tpot"] == one["summary"]["tpot"]);
+    CHECK(v[i]["summary"]["output_tokens_per_s"] == one["summary"]["output_tokens_per_s"]);
+    CHECK(v[i]["summary"]["slo_met_fraction"] == one["summary"]["slo_met_fraction"]);
+    CHECK(v[i]["cost"]["usd_per_million_output_tokens"] == one["cost"]["usd_per_million_output_tokens"]);
+  }
+  // Past the knee (15.4 requests/s, the capacity test above) TTFT climbs and the SLO share falls.
+  CHECK(v[2]["summary"]["ttft"]["p99_s"].get<double>() > 3 * v[0]["summary"]["ttft"]["p99_s"].get<double>());
+  CHECK(v[2]["summary"]["slo_met_fraction"].get<double>() < v[0]["summary"]["slo_met_fraction"].get<double>());
+  const auto text = test::run_cli(base + " --vary serving.requests.rate_per_s=4,24");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.stdout_text, Catch::Contains("# clustersim serve --vary:") && Catch::Contains("serving.requests.rate_per_s=24"));
 }
 
 TEST_CASE("serve --capacity: its bad input is one line, exit 2", "[serve]") {
@@ -230,7 +255,12 @@ TEST_CASE("serve --capacity: its bad input is one line, exit 2", "[serve]") {
   require_one_line_error(test::run_cli("serve " + file + " --capacity --csv -"), "error: command line: --csv:", "expected no --csv with --capacity");
   require_one_line_error(test::run_cli("serve " + file + " --capacity --trace t.json"), "error: command line: --trace:",
                          "expected no --trace with --capacity");
-  require_one_line_error(test::run_cli("serve " + file + " --vary serving.parallel.tp=4,8"), "error: command line: --vary:", "expected only with --capacity");
+  require_one_line_error(test::run_cli("serve " + file + " --vary serving.parallel.tp=4,8 --csv -"), "error: command line: --csv:",
+                         "expected no --csv with --vary");
+  const std::string rows = source_path("scenarios/validation/serving/sarathi-serve.yaml");
+  require_one_line_error(test::run_cli("serve --validate " + rows + " --capacity"), "error: command line: --capacity:", "expected a serving file");
+  require_one_line_error(test::run_cli("serve --validate " + rows + " --vary serving.parallel.tp=1,2"), "error: command line: --vary:",
+                         "expected a serving file");
   for (const char* bad : {"serving.parallel.tp", "=4,8", "serving.parallel.tp=", "serving.parallel.tp=4,,8"})
     require_one_line_error(test::run_cli("serve " + file + " --capacity --vary '" + bad + "'"), "error: command line: --vary:",
                            "expected KEY=V1,V2,...");

@@ -14,6 +14,7 @@
 #include "simulator/cli/commands.hpp"
 #include "simulator/cli/serve_capacity_report.hpp"
 #include "simulator/cli/serve_validate.hpp"
+#include "simulator/cli/serve_vary.hpp"
 #include "simulator/draw_summary.hpp"
 #include "simulator/serve_cost.hpp"
 #include "simulator/serve_report.hpp"
@@ -64,10 +65,6 @@ nlohmann::ordered_json cost_json(const ServeCost& c, const CostInputs& in) {
     j["usd_per_million_tokens"] = c.usd_per_million_tokens;
   }
   return j;
-}
-
-nlohmann::ordered_json latency_json(const LatencySummary& l) {
-  return {{"count", l.count}, {"mean_s", l.mean_s}, {"p50_s", l.p50_s}, {"p90_s", l.p90_s}, {"p99_s", l.p99_s}, {"max_s", l.max_s}};
 }
 
 const char* arrival_name(ArrivalKind a) {
@@ -265,8 +262,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--attainment", o->attainment, "with --capacity: the fraction of requests that must meet the SLO for a rate to hold (default 0.9)");
   cmd->add_option("--rate-tolerance", o->rate_tolerance, "with --capacity: stop once the bracket is this fraction wide (default 0.01)");
   cmd->add_option("--vary", o->vary,
-                  "with --capacity: search each combination of these settings and rank them by capacity per GPU, e.g. "
-                  "--vary serving.parallel.tp=2,4,8 (repeatable; a field as --set names it, then its values)");
+                  "run each combination of these settings, one summary row each (with --capacity: search each and rank them by "
+                  "capacity per GPU), e.g. --vary serving.requests.rate_per_s=2,4,8 (repeatable; a field as --set names it, then its values)");
   cmd->callback([o] {
     if (!o->validate.empty()) {
       if (!o->serving.empty()) throw UserError("command line", 0, "--validate", "expected no serving file beside --validate FILE");
@@ -274,6 +271,8 @@ void add_serve_command(CLI::App& app) {
       if (!o->catalog.empty()) throw UserError("command line", 0, "--catalog", "expected a serving file: --validate rows read the shipped catalog");
       // Each row's `settings:` are the measurement's; an override beside them would go unread.
       if (!o->overrides.empty()) throw UserError("command line", 0, "--set", "expected a serving file: --validate rows set their own fields (a row's settings:)");
+      if (!o->vary.empty()) throw UserError("command line", 0, "--vary", "expected a serving file: --validate rows set their own fields (a row's settings:)");
+      if (o->capacity) throw UserError("command line", 0, "--capacity", "expected a serving file: --validate predicts each row's own metric");
       check_input_path(o->validate, "--validate");
       print_serve_validation(o->validate);
       return;
@@ -282,11 +281,12 @@ void add_serve_command(CLI::App& app) {
     if (!o->capacity) {
       if (!o->attainment.empty()) throw UserError("command line", 0, "--attainment", "expected only with --capacity");
       if (!o->rate_tolerance.empty()) throw UserError("command line", 0, "--rate-tolerance", "expected only with --capacity");
-      if (!o->vary.empty()) throw UserError("command line", 0, "--vary", "expected only with --capacity");
-    } else {
-      // One run's rows and trace: the search runs many, so neither names one.
-      if (!o->csv.empty()) throw UserError("command line", 0, "--csv", "expected no --csv with --capacity (it runs many rates; --json has each one's summary)");
-      if (!o->trace.empty()) throw UserError("command line", 0, "--trace", "expected no --trace with --capacity (it runs many rates; trace one with --set serving.requests.rate_per_s=R)");
+    }
+    if (o->capacity || !o->vary.empty()) {
+      // One run's rows and trace: these run many, so neither names one.
+      const std::string many = o->capacity ? "--capacity (it runs many rates" : "--vary (it runs many settings";
+      if (!o->csv.empty()) throw UserError("command line", 0, "--csv", "expected no --csv with " + many + "; --json has each one's summary)");
+      if (!o->trace.empty()) throw UserError("command line", 0, "--trace", "expected no --trace with " + many + "; trace one with --set)");
     }
     check_input_path(o->serving, "serving");
     if (!o->catalog.empty()) o->overrides.push_back(catalog_override(o->catalog));
@@ -310,31 +310,22 @@ void add_serve_command(CLI::App& app) {
         report_capacity(s, search, r, cost ? &*cost : nullptr, cost_in.prices, config_json(s), o->json);
         return;
       }
-      // A point the file cannot take (a replica too small for the model, a tp that does not divide
-      // the heads) is a row of the answer; only when no point loads is it the user's error.
-      std::vector<CapacityVariant> variants;
-      std::optional<UserError> first_error;
-      for (std::vector<std::string>& settings : vary_product(o->vary)) {
-        CapacityVariant v;
-        std::vector<std::string> overrides = o->overrides;
-        overrides.insert(overrides.end(), settings.begin(), settings.end());
-        v.settings = std::move(settings);
-        try {
-          const ServingSpec at = load_serving(o->serving, overrides);
-          capacity_search(*o, at);
-          v.gpus = at.gpus();
-          v.result = find_capacity(at, search);
-          v.cost = cost_at_capacity(at, v.result);
-        } catch (const UserError& e) {
-          // The file and --set loaded alone (s above), so a command-line field here is --vary's.
-          const bool vary_field = e.file() == "command line" && e.field_path() == "--set";
-          if (!first_error) first_error = vary_field ? UserError(e.file(), 0, "--vary", e.expected()) : e;
-          v.error = (vary_field ? std::string("--vary") : e.field_path()) + ": " + e.expected();
-        }
-        variants.push_back(std::move(v));
-      }
-      if (std::all_of(variants.begin(), variants.end(), [](const CapacityVariant& v) { return !v.error.empty(); })) throw *first_error;
+      const std::vector<VariantRun> variants =
+          run_variants(o->serving, o->overrides, o->vary, [&](const ServingSpec& at, VariantRun& v) {
+            capacity_search(*o, at);
+            v.capacity = find_capacity(at, search);
+            v.cost = cost_at_capacity(at, v.capacity);
+          });
       report_capacity_variants(s, search, variants, cost_in.prices, config_json(s), o->json);
+      return;
+    }
+    if (!o->vary.empty()) {
+      const std::vector<VariantRun> variants =
+          run_variants(o->serving, o->overrides, o->vary, [&](const ServingSpec& at, VariantRun& v) {
+            v.summary = summarize_serving(at, simulate_serving(at));
+            v.cost = serve_cost(at, v.summary, catalog, cost_in.economics);
+          });
+      report_serve_variants(s, variants, cost_in.prices, config_json(s), o->json);
       return;
     }
     check_csv_path(o->csv, o->json);

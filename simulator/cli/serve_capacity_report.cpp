@@ -13,9 +13,6 @@ namespace clustersim::cli {
 
 namespace {
 
-/// --vary's product is simulated whole, each point a capacity search of its own.
-constexpr std::size_t kMaxVariants = 256;
-
 std::string ms(Seconds s) { return fmt::format("{:.1f}", s * 1e3); }
 
 /// The probe the capacity was read at (the highest held rate); null where none held.
@@ -118,49 +115,22 @@ void report_capacity(const ServingSpec& s, const CapacitySearch& search, const C
     std::cout << "cost at capacity: not priced (" << cost->unpriced_reason << ")\n";
 }
 
-std::vector<std::vector<std::string>> vary_product(const std::vector<std::string>& vary) {
-  std::vector<std::vector<std::string>> product = {{}};
-  for (const std::string& v : vary) {
-    const auto eq = v.find('=');
-    std::vector<std::string> values;
-    if (eq != std::string::npos && eq > 0)
-      for (std::size_t at = eq + 1;;) {
-        const std::size_t comma = v.find(',', at);
-        values.push_back(v.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-        if (comma == std::string::npos) break;
-        at = comma + 1;
-      }
-    if (values.empty() || std::find(values.begin(), values.end(), "") != values.end())
-      throw UserError("command line", 0, "--vary", "expected KEY=V1,V2,... (a field as --set names it, then its values), got '" + v + "'");
-    std::vector<std::vector<std::string>> next;
-    for (const std::vector<std::string>& base : product)
-      for (const std::string& value : values) {
-        next.push_back(base);
-        next.back().push_back(v.substr(0, eq) + "=" + value);
-      }
-    product = std::move(next);
-    if (product.size() > kMaxVariants)
-      throw UserError("command line", 0, "--vary", fmt::format("expected at most {} combinations, got more", kMaxVariants));
-  }
-  return product;
-}
-
-void report_capacity_variants(const ServingSpec& base, const CapacitySearch& search, const std::vector<CapacityVariant>& variants,
+void report_capacity_variants(const ServingSpec& base, const CapacitySearch& search, const std::vector<VariantRun>& variants,
                               const std::string& prices, nlohmann::ordered_json config, const std::string& json_path) {
-  std::vector<const CapacityVariant*> ranked;
-  for (const CapacityVariant& v : variants) ranked.push_back(&v);
-  const auto per_gpu = [](const CapacityVariant* v) { return v->error.empty() ? v->result.held_per_s / double(v->gpus) : -1.0; };
+  std::vector<const VariantRun*> ranked;
+  for (const VariantRun& v : variants) ranked.push_back(&v);
+  const auto per_gpu = [](const VariantRun* v) { return v->error.empty() ? v->capacity.held_per_s / double(v->gpus) : -1.0; };
   std::stable_sort(ranked.begin(), ranked.end(), [&](auto* a, auto* b) { return per_gpu(a) > per_gpu(b); });
   if (!json_path.empty()) {
     nlohmann::ordered_json j = json_document("serve", std::move(config));
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const CapacityVariant* v : ranked) {
+    for (const VariantRun* v : ranked) {
       nlohmann::ordered_json row = {{"settings", v->settings}};
       if (!v->error.empty()) {
         row["error"] = v->error;
       } else {
         row["gpus"] = v->gpus;
-        row.update(result_json(v->result, v->gpus));
+        row.update(result_json(v->capacity, v->gpus));
         if (v->cost) row["cost_at_capacity"] = cost_json(*v->cost, prices);
       }
       rows.push_back(row);
@@ -173,24 +143,24 @@ void report_capacity_variants(const ServingSpec& base, const CapacitySearch& sea
                            base.model.name, base.precision, variants.size());
   std::cout << slo_line(base, search);
   std::size_t width = 8;
-  for (const CapacityVariant& v : variants) width = std::max(width, fmt::format("{}", fmt::join(v.settings, " ")).size());
+  for (const VariantRun& v : variants) width = std::max(width, fmt::format("{}", fmt::join(v.settings, " ")).size());
   std::cout << fmt::format("{:<{}}{:>6}{:>16}{:>10}{:>12}{:>12}{:>14}\n", "settings", width, "GPUs", "capacity req/s", "per GPU",
                            "TTFT p99", "TPOT p99", "$/M out tok");
-  for (const CapacityVariant* v : ranked) {
+  for (const VariantRun* v : ranked) {
     const std::string settings = fmt::format("{}", fmt::join(v->settings, " "));
     if (!v->error.empty()) {
-      std::cout << fmt::format("{:<{}}  does not load: {}\n", settings, width, v->error);
+      std::cout << fmt::format("{:<{}}  does not run: {}\n", settings, width, v->error);
       continue;
     }
-    const CapacityProbe* p = at_capacity(v->result);
+    const CapacityProbe* p = at_capacity(v->capacity);
     const std::string price = v->cost && v->cost->priced ? fmt::format("{:.3g}", v->cost->usd_per_million_output_tokens) : "-";
     if (!p) {
       std::cout << fmt::format("{:<{}}{:>6}{:>16}{:>10}{:>12}{:>12}{:>14}\n", settings, width, v->gpus, "none", "-", "-", "-", "-");
       continue;
     }
     std::cout << fmt::format("{:<{}}{:>6}{:>16}{:>10.4g}{:>12}{:>12}{:>14}\n", settings, width, v->gpus,
-                             fmt::format("{:.4g}{}", v->result.held_per_s, v->result.saturated ? "+" : v->result.failed_per_s == 0 ? ">" : ""),
-                             v->result.held_per_s / double(v->gpus), ms(p->summary.ttft.p99_s), ms(p->summary.tpot.p99_s), price);
+                             fmt::format("{:.4g}{}", v->capacity.held_per_s, v->capacity.saturated ? "+" : v->capacity.failed_per_s == 0 ? ">" : ""),
+                             v->capacity.held_per_s / double(v->gpus), ms(p->summary.ttft.p99_s), ms(p->summary.tpot.p99_s), price);
   }
   std::cout << "(latencies in ms, at the capacity rate; + : not bounded by the SLO, > : over the highest rate tried)\n";
 }
