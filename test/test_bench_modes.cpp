@@ -96,15 +96,17 @@ TEST_CASE("bench --goodput writes its row, and --set reaches the scenario", "[be
   CHECK(often.at("rows")[0].at("goodput_fraction") != goodput);
 }
 
-TEST_CASE("bench --serve writes a row per case, and --set reaches every serving file", "[bench]") {
+TEST_CASE("bench --serve writes a row per case (the capacity search too), and --set reaches every serving file", "[bench]") {
   const auto j = bench_json("--serve --repeat 1 --set serving.requests.duration_s=0.5", "serve");
-  REQUIRE(j.at("rows").size() == 3);
+  REQUIRE(j.at("rows").size() == 4);
   // Half a second of arrivals: about 5 requests at 10/s, about 5,000 at 10,000/s (Poisson).
   CHECK(j.at("rows")[0].at("requests").get<long>() < 25);
   for (int fleet : {1, 2}) {
     CHECK(j.at("rows")[fleet].at("requests").get<long>() > 4500);
     CHECK(j.at("rows")[fleet].at("requests").get<long>() < 5500);
   }
+  // The capacity search's row counts the requests of all its rates: more than one window's.
+  CHECK(j.at("rows")[3].at("requests").get<long>() > j.at("rows")[0].at("requests").get<long>());
 }
 
 TEST_CASE("bench's --gpus is one count as everywhere, and its list is --gpu-counts", "[bench]") {

@@ -1,4 +1,5 @@
-// `clustersim bench --serve`: how fast `serve` simulates issue 19's two cases, and a disaggregated fleet.
+// `clustersim bench --serve`: how fast `serve` simulates issue 19's two cases, a disaggregated fleet,
+// and `serve --capacity`'s search on the shipped replica.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -7,6 +8,7 @@
 #include "simulator/cli/bench_modes.hpp"
 #include "simulator/cli/commands.hpp"
 #include "simulator/draw_summary.hpp"
+#include "simulator/serve_capacity.hpp"
 #include "simulator/serve_sim.hpp"
 #include "workloads/serving/serving_spec.hpp"
 
@@ -15,17 +17,20 @@ namespace clustersim::cli {
 BenchResult bench_serve(const std::vector<std::string>& sets, long repeat) {
   // Issue 19's targets: one hour at 10 requests/s on one 8-GPU replica (<= 10 s on one core), and
   // 1,000 replicas for ten simulated minutes (<= 5 min); then the fleet disaggregated, whose KV
-  // caches share the fabric (no target: what every transfer's max-min sharing costs).
+  // caches share the fabric (no target: what every transfer's max-min sharing costs); then a
+  // capacity search (no target: what finding the knee costs, all its rates together).
   struct Case {
     const char* what;
     const char* file;
     std::vector<std::string> sets;
+    bool capacity = false;
   };
   const std::vector<Case> cases = {
       {"1 replica x 8 GPUs, 1 h at 10 req/s", "scenarios/serving/llama3-70b-h100-tp8.yaml",
        {"serving.requests.rate_per_s=10", "serving.requests.duration_s=3600"}},
       {"1000 replicas x 8 GPUs, 10 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet.yaml", {}},
-      {"400 prefill + 600 decode replicas, 1 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet-disagg.yaml", {}}};
+      {"400 prefill + 600 decode replicas, 1 min at 10,000 req/s", "scenarios/serving/llama3-70b-h100-fleet-disagg.yaml", {}},
+      {"--capacity, 1 replica x 8 GPUs, 5-min windows", "scenarios/serving/llama3-70b-h100-tp8.yaml", {}, true}};
   std::vector<ServingSpec> specs;  // both read (the user's --set after each case's) before any timing
   for (const Case& c : cases) {
     const std::string file = shipped_file(c.file);
@@ -46,6 +51,18 @@ BenchResult bench_serve(const std::vector<std::string>& sets, long repeat) {
     for (long k = 0; k < repeat; ++k) {
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = cpu_seconds();
+      if (cases[i].capacity) {
+        const CapacityResult r = find_capacity(specs[i], CapacitySearch{});
+        wall.push_back(seconds_since(t0));
+        cpu.push_back(cpu_seconds() - c0);
+        requests = 0;
+        iterations = 0;
+        for (const CapacityProbe& p : r.probes) {
+          requests += std::size_t(p.summary.requests);
+          iterations += p.summary.iterations;
+        }
+        continue;
+      }
       const ServeResult r = simulate_serving(specs[i]);
       wall.push_back(seconds_since(t0));
       cpu.push_back(cpu_seconds() - c0);
