@@ -238,6 +238,10 @@ TEST_CASE("serve --capacity: its bad input is one line, exit 2", "[serve]") {
                                              "prompt_tokens: 100, output_tokens: 10}\n");
   require_one_line_error(test::run_cli("serve " + no_slo + " --capacity"), "error: " + no_slo + ":4: serving.slo:",
                          "the file needs slo:");
+  // ... which a --vary combination may supply.
+  const auto with_slo = test::run_cli("serve " + no_slo + " --capacity --vary serving.slo.ttft=1s,2s --set serving.requests.duration_s=20");
+  CHECK(with_slo.exit_code == 0);
+  CHECK_THAT(with_slo.stdout_text, Catch::Contains("serving.slo.ttft=2s"));
   // A trace of requests that all arrive at once has no rate to scale.
   const std::string trace = test::temp_file("arrival_s,prompt_tokens,output_tokens\n0.1,100,10\n0.1,200,10\n", ".csv");
   require_one_line_error(test::run_cli("serve " + traced_file(trace, "{ttft: 1s}") + " --capacity"), "error: " + trace + ": arrival_s:",

@@ -34,15 +34,18 @@ struct ServeOptions {
   std::vector<std::string> vary;
 };
 
-/// --capacity's search, from its options; each is refused without --capacity, and --capacity
-/// needs what a capacity means (an SLO).
-CapacitySearch capacity_search(const ServeOptions& o, const ServingSpec& s) {
+/// --capacity's search, from its options (each refused without --capacity).
+CapacitySearch capacity_search(const ServeOptions& o) {
   CapacitySearch c;
   if (!o.attainment.empty()) c.attainment = parse_number(o.attainment, "--attainment", 0.01, 1);
   if (!o.rate_tolerance.empty()) c.tolerance = parse_number(o.rate_tolerance, "--rate-tolerance", 0.0001, 1);
+  return c;
+}
+
+/// --capacity needs what a capacity means: an SLO (which a --vary combination may set).
+void require_slo(const ServingSpec& s) {
   if (!s.slo.declared)
     throw UserError(s.file, s.serving_line, "serving.slo", "missing: --capacity finds the highest rate that meets the SLO, so the file needs slo: {ttft: ..., tpot: ...}");
-  return c;
 }
 
 struct CostInputs {
@@ -298,13 +301,14 @@ void add_serve_command(CLI::App& app) {
     const ServingSpec s = named_by("serving", o->serving, [&] { return load_serving(o->serving, o->overrides); });
     if (!o->json.empty()) check_json_path(o->json);
     if (o->capacity) {
-      const CapacitySearch search = capacity_search(*o, s);
+      const CapacitySearch search = capacity_search(*o);
       const auto cost_at_capacity = [&](const ServingSpec& at, const CapacityResult& r) -> std::optional<ServeCost> {
         for (const CapacityProbe& p : r.probes)
           if (p.held && p.rate_per_s == r.held_per_s) return serve_cost(at, p.summary, catalog, cost_in.economics);
         return std::nullopt;
       };
       if (o->vary.empty()) {
+        require_slo(s);
         const CapacityResult r = find_capacity(s, search);
         const std::optional<ServeCost> cost = cost_at_capacity(s, r);
         report_capacity(s, search, r, cost ? &*cost : nullptr, cost_in.prices, config_json(s), o->json);
@@ -312,7 +316,7 @@ void add_serve_command(CLI::App& app) {
       }
       const std::vector<VariantRun> variants =
           run_variants(o->serving, o->overrides, o->vary, [&](const ServingSpec& at, VariantRun& v) {
-            capacity_search(*o, at);
+            require_slo(at);
             v.capacity = find_capacity(at, search);
             v.cost = cost_at_capacity(at, v.capacity);
           });

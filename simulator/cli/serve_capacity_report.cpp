@@ -52,8 +52,10 @@ std::string slo_line(const ServingSpec& s, const CapacitySearch& search) {
                                 ? fmt::format("the trace's requests, its arrival times scaled to each rate (its own: {:.4g} requests/s)",
                                               stream_rate_per_s(s))
                                 : fmt::format("the requests that arrive in {:.4g} s at each rate", s.requests.duration_s);
-  return fmt::format("SLO: TTFT {}, TPOT {}, met by at least {:.4g}% of {}\n", s.slo.ttft_s > 0 ? ms(s.slo.ttft_s) + " ms" : "-",
-                     s.slo.tpot_s > 0 ? ms(s.slo.tpot_s) + " ms" : "-", 100 * search.attainment, which);
+  const std::string targets = !s.slo.declared ? "each combination's own"
+                                               : fmt::format("TTFT {}, TPOT {}", s.slo.ttft_s > 0 ? ms(s.slo.ttft_s) + " ms" : "-",
+                                                             s.slo.tpot_s > 0 ? ms(s.slo.tpot_s) + " ms" : "-");
+  return fmt::format("SLO: {}, met by at least {:.4g}% of {}\n", targets, 100 * search.attainment, which);
 }
 
 std::string verdict(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r) {
