@@ -1,7 +1,6 @@
 #include "simulator/cli/serve_capacity_report.hpp"
 
 #include <fmt/format.h>
-
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -61,8 +60,8 @@ std::string slo_line(const ServingSpec& s, const CapacitySearch& search) {
 std::string verdict(const ServingSpec& s, const CapacitySearch& search, const CapacityResult& r) {
   const std::string runs = fmt::format("{} rate{} simulated", r.probes.size(), r.probes.size() == 1 ? "" : "s");
   if (r.saturated)
-    return fmt::format("capacity: not bounded by this SLO: offered {:.4g} requests/s, the fleet served {:.4g}, no more than at half "
-                       "that, and still met it, so its queue grows unseen (add a TTFT target); {}",
+    return fmt::format("capacity: not bounded by this SLO: offered {:.4g} requests/s, the fleet served {:.4g}, hardly more than at "
+                       "half that rate, and still met it, so its queue grows unseen (add a TTFT target); {}",
                        r.held_per_s, r.probes.back().summary.requests_per_s, runs);
   if (r.held_per_s == 0) {
     double lowest = 0;  // the lowest rate whose window held a request
@@ -75,9 +74,11 @@ std::string verdict(const ServingSpec& s, const CapacitySearch& search, const Ca
                        100 * search.attainment, lowest, runs);
   }
   if (r.failed_per_s == 0)
-    return fmt::format("capacity: over {:.4g} requests/s, the highest rate a serving file may state here ({:.0e} requests/s, {:.0e} "
-                       "requests in the window); {}",
-                       r.held_per_s, kMaxRatePerS, kMaxRequests, runs);
+    return fmt::format("capacity: over {:.4g} requests/s, the highest rate a serving file may state here ({}); {}", r.held_per_s,
+                       s.requests.arrival == ArrivalKind::trace
+                           ? fmt::format("time_scale down to {:.0e}", kMinTimeScale)
+                           : fmt::format("{:.0e} requests/s, {:.0e} requests in the window", kMaxRatePerS, kMaxRequests),
+                       runs);
   return fmt::format("capacity: {:.4g} requests/s ({:.4g} a GPU): {:.4g} held, {:.4g} did not; {}", r.held_per_s,
                      r.held_per_s / double(s.gpus()), r.held_per_s, r.failed_per_s, runs);
 }
