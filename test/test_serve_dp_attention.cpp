@@ -189,6 +189,39 @@ TEST_CASE("two-batch overlap costs a small decode batch and pays a large one, as
   CHECK(large == Approx(0.255).margin(0.10));
 }
 
+TEST_CASE("two-batch overlap: a prefilling step's compute beside DeepEP's normal kernels runs on the SMs they leave", "[serve]") {
+  // Each half's compute C beside the other half's all-to-alls A: A (1 - 20/132) of C is done when
+  // they end, the rest at full speed, so a half takes max(A, C + 20/132 A); a decode step's
+  // low-latency kernels hold no SM, so max(A, C). C and A are a half batch's own, without overlap.
+  const std::string file = source_path("scenarios/validation/serving/deepseek-v3-h100-sglang-decode.yaml");
+  const ServingSpec on = load_serving(file), off = load_serving(file, {"serving.parallel.two_batch_overlap=false"});
+  const Cluster cluster = build_cluster(on.cluster);
+  ServingComm comm(cluster);
+  IterationCost with(on, on.model, comm), without(off, off.model, comm);
+  const auto check = [&](const BatchShape& b, const BatchShape& half, double share) {
+    const std::vector<BatchShape> ranks(72, b), halves(72, half);
+    const IterationTime alone = without.time_ranks(halves);
+    const Seconds a = alone.all_to_all_s, c = alone.total_s - alone.all_to_all_s;
+    REQUIRE(a > 0);
+    INFO("half's compute " << c << " s, all-to-alls " << a << " s");
+    CHECK(with.time_ranks(ranks).total_s == Approx(2 * std::max(a, c + share * a)).epsilon(1e-12));
+  };
+  BatchShape prefill, prefill_half;
+  prefill.chunks = {{0, 4096}};
+  prefill.sampled_rows = 1;
+  prefill_half.chunks = {{0, 2048}};
+  prefill_half.sampled_rows = 1;
+  check(prefill, prefill_half, 20.0 / 132);
+  BatchShape decode, decode_half;
+  decode.decode_requests = 256;
+  decode.decode_context_tokens = 256 * 2000.0;
+  decode.sampled_rows = 256;
+  decode_half.decode_requests = 128;
+  decode_half.decode_context_tokens = 128 * 2000.0;
+  decode_half.sampled_rows = 128;
+  check(decode, decode_half, 0);
+}
+
 namespace {
 
 /// Counts each GPU's decode slices of a serve trace.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "collectives/algo_deepep.hpp"
 #include "workloads/serving/replica_memory.hpp"
 
 namespace clustersim {
@@ -139,7 +140,12 @@ Seconds IterationCost::attention_s(const BatchShape& batch) const {
 // the same fraction of its whole forward, so the replica's forward is its slowest rank's own work
 // plus the experts'. With two-batch overlap each rank runs its batch as two halves, one half's
 // all-to-alls beside the other's compute, layer after layer: a layer takes twice the longer of a
-// half's compute and a half's all-to-alls.
+// half's compute and a half's all-to-alls. DeepEP's normal kernels, which SGLang runs for a batch
+// that prefills, hold their SMs (DeepEpKernel::sms, 20) while they communicate, so the compute beside
+// them runs on the rest: of a half's compute C beside its all-to-alls A, A (1 - share) is done by
+// the time they end and the rest at full speed, a half taking max(A, C + share x A). Its
+// low-latency kernels, which decode batches run, receive through a hook and hold no SM meanwhile
+// (DeepEP's README; the SGLang blog of 2025-05-05 gives it as why overlap pays in decode).
 IterationTime IterationCost::time_ranks(const std::vector<BatchShape>& ranks) {
   IterationTime out;
   if (s_.host.declared)  // every rank's engine plans, samples and processes its own batch beside the others
@@ -152,6 +158,7 @@ IterationTime IterationCost::time_ranks(const std::vector<BatchShape>& ranks) {
     out.attention_s = step.slowest.attention_s;
     out.communication_s = step.slowest.communication_s;
     out.logits_s = step.slowest.logits_s;
+    out.all_to_all_s = step.all_to_all_s;
     gpu_s = step.compute_s + step.all_to_all_s;
   } else {
     std::vector<BatchShape> halves;
@@ -161,7 +168,10 @@ IterationTime IterationCost::time_ranks(const std::vector<BatchShape>& ranks) {
     out.attention_s = 2 * half.slowest.attention_s;
     out.communication_s = 2 * half.slowest.communication_s;
     out.logits_s = 2 * half.slowest.logits_s;
-    gpu_s = 2 * std::max(half.compute_s, half.all_to_all_s);
+    out.all_to_all_s = 2 * half.all_to_all_s;
+    const bool prefills = std::any_of(ranks.begin(), ranks.end(), [](const BatchShape& b) { return !b.chunks.empty(); });
+    const double held = s_.parallel.deepep && prefills ? s_.gpu.sm_share(DeepEpKernel{}.sms) : 0;
+    gpu_s = 2 * std::max(half.all_to_all_s, half.compute_s + held * half.all_to_all_s);
   }
   out.total_s = s_.host.overlapped ? std::max(gpu_s, out.host_s) : gpu_s + out.host_s;
   return out;

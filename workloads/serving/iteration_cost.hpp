@@ -15,7 +15,8 @@
 //    router, shared experts, its TP all-reduces) over its own tokens T_k, and its all-to-alls of
 //    T_k x top_k x hidden x 2 B / (ep / dp_attention) a GPU; the slowest rank's, plus the routed
 //    experts over the sum of T_k; with two_batch_overlap, twice the longer of a half batch's
-//    compute and its all-to-alls;
+//    compute and its all-to-alls (a prefilling batch's compute slowed by the SMs DeepEP's normal
+//    kernels hold while they run);
 //  - PP: every stage's layers, with a send of T x hidden x 2 B between stages (the loop pipelines
 //    batches through the stages: simulator/serve_sim.cpp);
 //  - the output layer over the rows that sample a token;
@@ -53,6 +54,7 @@ struct IterationTime {
   Seconds total_s = 0;
   Seconds linear_s = 0, attention_s = 0, communication_s = 0, logits_s = 0;
   Seconds host_s = 0;  // the engine's CPU time for the batch (serving_spec.hpp, HostSpec)
+  Seconds all_to_all_s = 0;  // time_ranks: the MoE dispatch and combine (under two-batch overlap, both halves')
 };
 
 class IterationCost {
