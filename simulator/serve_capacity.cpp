@@ -52,7 +52,7 @@ CapacityResult find_capacity(const ServingSpec& s, const CapacitySearch& search)
   CapacityResult out;
   // The search stays inside what a serving file may state (the reader's bounds), which also keeps
   // every doubling and halving loop finite.
-  const double its_rate = stream_rate_per_s(s);
+  const double its_rate = out.own_rate_per_s = stream_rate_per_s(s);
   const auto in_bounds = [&](double rate) {
     if (is_trace(s)) {
       const double scale = s.requests.time_scale * its_rate / rate;
@@ -110,6 +110,12 @@ CapacityResult find_capacity(const ServingSpec& s, const CapacitySearch& search)
   out.held_per_s = lo;
   out.failed_per_s = hi;
   return out;
+}
+
+const CapacityProbe* capacity_probe(const CapacityResult& r) {
+  for (const CapacityProbe& p : r.probes)
+    if (p.held && p.rate_per_s == r.held_per_s) return &p;
+  return nullptr;
 }
 
 std::vector<CapacityProbe> probes_by_rate(const CapacityResult& r) {

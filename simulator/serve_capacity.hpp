@@ -43,6 +43,7 @@ struct CapacityResult {
   std::vector<CapacityProbe> probes;  // in the order they ran
   double held_per_s = 0;              // highest rate that held; 0 where none did
   double failed_per_s = 0;            // lowest rate above it that failed; 0 where none did (or none was tried)
+  double own_rate_per_s = 0;          // the stream's own rate (stream_rate_per_s), where the search began
   /// The last rate held although the fleet served hardly more than at half of it: the SLO sets
   /// no knee.
   bool saturated = false;
@@ -50,6 +51,9 @@ struct CapacityResult {
 
 /// Needs a declared SLO and a rate-driven stream (poisson or gamma); the caller checks both.
 CapacityResult find_capacity(const ServingSpec& s, const CapacitySearch& search);
+
+/// The probe the capacity was read at (the highest held rate); null where none held.
+const CapacityProbe* capacity_probe(const CapacityResult& r);
 
 /// The probes sorted by rate: the latency-throughput curve the search walked.
 std::vector<CapacityProbe> probes_by_rate(const CapacityResult& r);

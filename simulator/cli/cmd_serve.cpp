@@ -303,8 +303,7 @@ void add_serve_command(CLI::App& app) {
     if (o->capacity) {
       const CapacitySearch search = capacity_search(*o);
       const auto cost_at_capacity = [&](const ServingSpec& at, const CapacityResult& r) -> std::optional<ServeCost> {
-        for (const CapacityProbe& p : r.probes)
-          if (p.held && p.rate_per_s == r.held_per_s) return serve_cost(at, p.summary, catalog, cost_in.economics);
+        if (const CapacityProbe* p = capacity_probe(r)) return serve_cost(at, p->summary, catalog, cost_in.economics);
         return std::nullopt;
       };
       if (o->vary.empty()) {

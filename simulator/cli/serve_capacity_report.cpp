@@ -14,13 +14,6 @@ namespace {
 
 std::string ms(Seconds s) { return fmt::format("{:.1f}", s * 1e3); }
 
-/// The probe the capacity was read at (the highest held rate); null where none held.
-const CapacityProbe* at_capacity(const CapacityResult& r) {
-  for (const CapacityProbe& p : r.probes)
-    if (p.held && p.rate_per_s == r.held_per_s) return &p;
-  return nullptr;
-}
-
 nlohmann::ordered_json probe_json(const CapacityProbe& p) {
   const ServeSummary& m = p.summary;
   return {{"rate_per_s", p.rate_per_s}, {"held", p.held}, {"requests", m.requests}, {"requests_per_s", m.requests_per_s},
@@ -46,11 +39,14 @@ nlohmann::ordered_json result_json(const CapacityResult& r, int gpus) {
           {"held_per_gpu_per_s", r.held_per_s / double(gpus)}, {"probes", probes}};
 }
 
-std::string slo_line(const ServingSpec& s, const CapacitySearch& search) {
-  const std::string which = s.requests.arrival == ArrivalKind::trace
+/// `own_rate_per_s`: a trace's own rate, where one search ran on it (0: not shown).
+std::string slo_line(const ServingSpec& s, const CapacitySearch& search, double own_rate_per_s) {
+  const std::string which = s.requests.arrival != ArrivalKind::trace
+                                ? fmt::format("the requests that arrive in {:.4g} s at each rate", s.requests.duration_s)
+                            : own_rate_per_s > 0
                                 ? fmt::format("the trace's requests, its arrival times scaled to each rate (its own: {:.4g} requests/s)",
-                                              stream_rate_per_s(s))
-                                : fmt::format("the requests that arrive in {:.4g} s at each rate", s.requests.duration_s);
+                                              own_rate_per_s)
+                                : std::string("the trace's requests, its arrival times scaled to each rate");
   const std::string targets = !s.slo.declared ? "each combination's own"
                                                : fmt::format("TTFT {}, TPOT {}", s.slo.ttft_s > 0 ? ms(s.slo.ttft_s) + " ms" : "-",
                                                              s.slo.tpot_s > 0 ? ms(s.slo.tpot_s) + " ms" : "-");
@@ -98,7 +94,7 @@ void report_capacity(const ServingSpec& s, const CapacitySearch& search, const C
   }
   std::cout << fmt::format("# clustersim serve --capacity: {} ({} x {}, {} replica{}, {} GPUs)\n", s.name, s.model.name, s.precision,
                            s.replicas, s.replicas == 1 ? "" : "s", s.gpus());
-  std::cout << slo_line(s, search);
+  std::cout << slo_line(s, search, r.own_rate_per_s);
   std::cout << fmt::format("{:>12}{:>10}{:>12}{:>14}{:>12}{:>12}{:>12}{:>12}{:>10}  {}\n", "rate (req/s)", "requests", "served/s",
                            "output tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "SLO met", "");
   for (const CapacityProbe& p : curve) {
@@ -144,7 +140,7 @@ void report_capacity_variants(const ServingSpec& base, const CapacitySearch& sea
   }
   std::cout << fmt::format("# clustersim serve --capacity: {} ({} x {}), {} variants, best capacity per GPU first\n", base.name,
                            base.model.name, base.precision, variants.size());
-  std::cout << slo_line(base, search);
+  std::cout << slo_line(base, search, 0);
   std::size_t width = 8;
   for (const VariantRun& v : variants) width = std::max(width, fmt::format("{}", fmt::join(v.settings, " ")).size());
   std::cout << fmt::format("{:<{}}{:>6}{:>16}{:>10}{:>12}{:>12}{:>14}\n", "settings", width, "GPUs", "capacity req/s", "per GPU",
@@ -155,7 +151,7 @@ void report_capacity_variants(const ServingSpec& base, const CapacitySearch& sea
       std::cout << fmt::format("{:<{}}  does not run: {}\n", settings, width, v->error);
       continue;
     }
-    const CapacityProbe* p = at_capacity(v->capacity);
+    const CapacityProbe* p = capacity_probe(v->capacity);
     const std::string price = v->cost && v->cost->priced ? fmt::format("{:.3g}", v->cost->usd_per_million_output_tokens) : "-";
     if (!p) {
       std::cout << fmt::format("{:<{}}{:>6}{:>16}{:>10}{:>12}{:>12}{:>14}\n", settings, width, v->gpus, "none", "-", "-", "-", "-");
