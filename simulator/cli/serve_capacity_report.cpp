@@ -21,16 +21,6 @@ nlohmann::ordered_json probe_json(const CapacityProbe& p) {
           {"tpot_p50_s", m.tpot.p50_s}, {"tpot_p99_s", m.tpot.p99_s}, {"slo_met_fraction", m.slo_met_fraction}};
 }
 
-nlohmann::ordered_json cost_json(const ServeCost& cost, const std::string& prices) {
-  nlohmann::ordered_json c = {{"priced", cost.priced}, {"prices", prices}};
-  if (!cost.priced) c["unpriced_reason"] = cost.unpriced_reason;
-  if (cost.priced) {
-    c["usd_per_million_output_tokens"] = cost.usd_per_million_output_tokens;
-    c["usd_per_million_tokens"] = cost.usd_per_million_tokens;
-  }
-  return c;
-}
-
 /// The bracket as JSON: where it stands, and the rates it ran by rate.
 nlohmann::ordered_json result_json(const CapacityResult& r, int gpus) {
   nlohmann::ordered_json probes = nlohmann::ordered_json::array();
@@ -88,7 +78,7 @@ void report_capacity(const ServingSpec& s, const CapacitySearch& search, const C
     nlohmann::ordered_json j = json_document("serve", std::move(config));
     j["capacity"] = {{"attainment", search.attainment}, {"tolerance", search.tolerance}};
     j["capacity"].update(result_json(r, s.gpus()));
-    if (cost) j["capacity"]["cost_at_capacity"] = cost_json(*cost, prices);
+    if (cost) j["capacity"]["cost_at_capacity"] = variant_cost_json(*cost, prices);
     write_json(json_path, j);
     if (!table_to_stdout(json_path, "")) return;
   }
@@ -130,7 +120,7 @@ void report_capacity_variants(const ServingSpec& base, const CapacitySearch& sea
       } else {
         row["gpus"] = v->gpus;
         row.update(result_json(v->capacity, v->gpus));
-        if (v->cost) row["cost_at_capacity"] = cost_json(*v->cost, prices);
+        if (v->cost) row["cost_at_capacity"] = variant_cost_json(*v->cost, prices);
       }
       rows.push_back(row);
     }

@@ -77,6 +77,16 @@ nlohmann::ordered_json latency_json(const LatencySummary& l) {
   return {{"count", l.count}, {"mean_s", l.mean_s}, {"p50_s", l.p50_s}, {"p90_s", l.p90_s}, {"p99_s", l.p99_s}, {"max_s", l.max_s}};
 }
 
+nlohmann::ordered_json variant_cost_json(const ServeCost& cost, const std::string& prices) {
+  nlohmann::ordered_json c = {{"priced", cost.priced}, {"prices", prices}};
+  if (!cost.priced) c["unpriced_reason"] = cost.unpriced_reason;
+  if (cost.priced) {
+    c["usd_per_million_output_tokens"] = cost.usd_per_million_output_tokens;
+    c["usd_per_million_tokens"] = cost.usd_per_million_tokens;
+  }
+  return c;
+}
+
 void report_serve_variants(const ServingSpec& base, const std::vector<VariantRun>& variants, const std::string& prices,
                            nlohmann::ordered_json config, const std::string& json_path) {
   if (!json_path.empty()) {
@@ -94,10 +104,7 @@ void report_serve_variants(const ServingSpec& base, const std::vector<VariantRun
       row["summary"] = {{"requests", m.requests}, {"requests_per_s", m.requests_per_s}, {"output_tokens_per_s", m.output_tokens_per_s},
                         {"ttft", latency_json(m.ttft)}, {"tpot", latency_json(m.tpot)}, {"e2e", latency_json(m.e2e)}};
       if (v.slo_declared) row["summary"]["slo_met_fraction"] = m.slo_met_fraction;
-      if (v.cost) {
-        row["cost"] = {{"priced", v.cost->priced}, {"prices", prices}};
-        if (v.cost->priced) row["cost"]["usd_per_million_output_tokens"] = v.cost->usd_per_million_output_tokens;
-      }
+      if (v.cost) row["cost"] = variant_cost_json(*v.cost, prices);
       rows.push_back(row);
     }
     j["variants"] = rows;

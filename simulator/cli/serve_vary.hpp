@@ -44,6 +44,9 @@ std::vector<VariantRun> run_variants(const std::string& file, const std::vector<
 /// serve's latency percentiles as JSON (cmd_serve.cpp's summary uses the same).
 nlohmann::ordered_json latency_json(const LatencySummary& l);
 
+/// A combination's (or a search's) cost per million tokens as JSON, its catalog named.
+nlohmann::ordered_json variant_cost_json(const ServeCost& cost, const std::string& prices);
+
 /// One row a combination, in --vary's order.
 void report_serve_variants(const ServingSpec& base, const std::vector<VariantRun>& variants, const std::string& prices,
                            nlohmann::ordered_json config, const std::string& json_path);
