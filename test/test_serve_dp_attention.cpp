@@ -35,6 +35,17 @@ ServingSpec mixtral_dp8(const std::string& rows, std::vector<std::string> sets =
 /// One expert's SwiGLU weights in one layer: gate, up and down, h x f each.
 double expert_params(const ModelSpec& m) { return 3.0 * m.hidden * m.moe->expert_ffn_hidden; }
 
+/// SGLang's 72-GPU DeepSeek-V3 decode replica (EP 72, DeepEP) twice: as it ran, with two-batch
+/// overlap (`with`), and without it (`without`), on one fabric.
+struct OverlapPair {
+  ServingSpec on = load_serving(source_path("scenarios/validation/serving/deepseek-v3-h100-sglang-decode.yaml"));
+  ServingSpec off = load_serving(source_path("scenarios/validation/serving/deepseek-v3-h100-sglang-decode.yaml"),
+                                 {"serving.parallel.two_batch_overlap=false"});
+  Cluster cluster = build_cluster(on.cluster);
+  ServingComm comm{cluster};
+  IterationCost with{on, on.model, comm}, without{off, off.model, comm};
+};
+
 }  // namespace
 
 TEST_CASE("data-parallel attention: a GPU holds every weight but the routed experts, and 1/ep of those", "[serve]") {
@@ -170,18 +181,14 @@ TEST_CASE("two-batch overlap costs a small decode batch and pays a large one, as
   // LMSYS blog 2025-05-05 (SGLang, DeepSeek-V3 decode on 9 H100 nodes, EP 72), "Impact of Batch Size
   // and Attention Time": TBO changes throughput by -27% at 32 tokens a GPU and +25.5% at 256 (two
   // halves re-read the weights, which a small batch cannot hide; a large one hides its all-to-alls).
-  const std::string file = source_path("scenarios/validation/serving/deepseek-v3-h100-sglang-decode.yaml");
-  const ServingSpec on = load_serving(file), off = load_serving(file, {"serving.parallel.two_batch_overlap=false"});
-  const Cluster cluster = build_cluster(on.cluster);
-  ServingComm comm(cluster);
-  IterationCost with(on, on.model, comm), without(off, off.model, comm);
+  OverlapPair tbo;
   const auto gain = [&](long requests) {
     BatchShape b;
     b.decode_requests = requests;
     b.decode_context_tokens = double(requests) * 2000;
     b.sampled_rows = requests;
     const std::vector<BatchShape> ranks(72, b);
-    return without.time_ranks(ranks).total_s / with.time_ranks(ranks).total_s - 1;  // throughput ratio - 1
+    return tbo.without.time_ranks(ranks).total_s / tbo.with.time_ranks(ranks).total_s - 1;  // throughput ratio - 1
   };
   const double small = gain(32), large = gain(256);
   INFO("TBO at 32 tokens a GPU " << 100 * small << "%, at 256 " << 100 * large << "%");
@@ -193,18 +200,14 @@ TEST_CASE("two-batch overlap: a prefilling step's compute beside DeepEP's normal
   // Each half's compute C beside the other half's all-to-alls A: A (1 - 20/132) of C is done when
   // they end, the rest at full speed, so a half takes max(A, C + 20/132 A); a decode step's
   // low-latency kernels hold no SM, so max(A, C). C and A are a half batch's own, without overlap.
-  const std::string file = source_path("scenarios/validation/serving/deepseek-v3-h100-sglang-decode.yaml");
-  const ServingSpec on = load_serving(file), off = load_serving(file, {"serving.parallel.two_batch_overlap=false"});
-  const Cluster cluster = build_cluster(on.cluster);
-  ServingComm comm(cluster);
-  IterationCost with(on, on.model, comm), without(off, off.model, comm);
+  OverlapPair tbo;
   const auto check = [&](const BatchShape& b, const BatchShape& half, double share) {
     const std::vector<BatchShape> ranks(72, b), halves(72, half);
-    const IterationTime alone = without.time_ranks(halves);
+    const IterationTime alone = tbo.without.time_ranks(halves);
     const Seconds a = alone.all_to_all_s, c = alone.total_s - alone.all_to_all_s;
     REQUIRE(a > 0);
     INFO("half's compute " << c << " s, all-to-alls " << a << " s");
-    CHECK(with.time_ranks(ranks).total_s == Approx(2 * std::max(a, c + share * a)).epsilon(1e-12));
+    CHECK(tbo.with.time_ranks(ranks).total_s == Approx(2 * std::max(a, c + share * a)).epsilon(1e-12));
   };
   BatchShape prefill, prefill_half;
   prefill.chunks = {{0, 4096}};
