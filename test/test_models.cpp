@@ -11,6 +11,7 @@
 #include "support.hpp"
 #include "topologies/user_error.hpp"
 #include "topologies/yaml_reader.hpp"
+#include "workloads/compute_model.hpp"
 #include "workloads/model.hpp"
 #include "workloads/model_math.hpp"
 
@@ -87,6 +88,27 @@ TEST_CASE("Llama 3 parameter counts are within 2 percent of the model cards") {
   }
 }
 
+TEST_CASE("Nemotron-4 340B: an ungated squared-ReLU FFN in Llama's family, and its 340B parameters") {
+  const ModelSpec m = shipped_model("nemotron4-340b");
+  CHECK(m.ffn == clustersim::FfnType::squared_relu);
+  // Llama's family with two FFN matrices: per layer Q, K, V (8 KV heads of 192), the output projection,
+  // up and down, two weight-only norms; untied input and output embeddings and the final norm.
+  const double l = m.layers, h = m.hidden, f = m.ffn_hidden, v = m.vocab, kv = 8.0 * 192;
+  const double closed = l * (h * (h + 2 * kv) + h * h + 2 * h * f + 2 * h) + 2 * v * h + h;
+  CHECK(relative_error(clustersim::parameter_count(m), closed) < 1e-12);
+  CHECK(relative_error(clustersim::parameter_count(m), 340e9) < 0.01);  // the report's name for it
+  // The layer computes up, the activation and down, with rotary positions and no gate.
+  std::vector<std::string> names;
+  for (const clustersim::ComputeOp& op : clustersim::layer_forward_ops(m, 1, 8, true)) names.push_back(op.name);
+  auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  CHECK(has("ffn_up"));
+  CHECK(has("squared_relu"));
+  CHECK(has("ffn_down"));
+  CHECK(has("rope"));
+  CHECK_FALSE(has("ffn_gate"));
+  CHECK_FALSE(has("gelu"));
+}
+
 TEST_CASE("Korthikanti models are within 1 percent of their nominal sizes") {
   // Korthikanti et al. 2022 name them by size: 22B, GPT-3 175B, Turing-NLG 530B.
   const std::vector<std::pair<std::string, double>> nominal = {
@@ -113,12 +135,12 @@ TEST_CASE("Training FLOPs per op equal Narayanan's closed form for Table 1 model
 }
 
 TEST_CASE("Model FLOPs per token are 6N plus 12 l s h with N the matmul weights") {
-  for (const std::string file : {"megatron-1t", "gpt3-175b", "llama3-8b", "llama3-405b"}) {
+  for (const std::string file : {"megatron-1t", "gpt3-175b", "llama3-8b", "llama3-405b", "nemotron4-340b"}) {
     INFO(file);
     const ModelSpec m = shipped_model(file);
     const double l = m.layers, h = m.hidden, s = m.seq_len, f = m.ffn_hidden, v = m.vocab;
     const double kv = double(m.kv_heads) * m.head_dim();
-    const double ffn_weights = (m.ffn == clustersim::FfnType::gelu ? 2 : 3) * h * f;
+    const double ffn_weights = (m.ffn == clustersim::FfnType::swiglu ? 3 : 2) * h * f;
     const double matmul_weights = l * (h * (h + 2 * kv) + h * h + ffn_weights) + v * h;  // + output head
     const double palm = 6 * matmul_weights + 12 * l * s * h;  // Chowdhery et al. 2022, appendix B
     CHECK(relative_error(clustersim::model_flops_per_token(m), palm) < 1e-12);

@@ -329,12 +329,13 @@ std::vector<ComputeOp> attention_ops(const ModelSpec& m, int microbatch, int t, 
 /// An FFN's GEMMs and activation over `rows` tokens with inner width `inner` on this GPU, names
 /// prefixed ("ffn", "shared", "expert").
 void ffn_gemms(const ModelSpec& m, const std::string& prefix, long rows, long inner, std::vector<ComputeOp>& ops) {
-  const bool gpt = m.ffn == FfnType::gelu;
+  const bool gated = m.ffn == FfnType::swiglu;
   if (rows <= 0 || inner <= 0) return;
-  if (!gpt) ops.push_back(gemm(prefix + "_gate", rows, inner, m.hidden));
+  if (gated) ops.push_back(gemm(prefix + "_gate", rows, inner, m.hidden));
   ops.push_back(gemm(prefix + "_up", rows, inner, m.hidden));
-  const std::string activation = gpt ? "gelu" : "swiglu";  // the dense FFN's keeps its bare name
-  ops.push_back(elementwise(prefix == "ffn" ? activation : prefix + "_" + activation, rows, inner, gpt ? 4 : 6));
+  const std::string activation = ffn_activation_name(m.ffn);  // the dense FFN's keeps its bare name
+  // Gated: two inputs read and one output written; ungated: one and one (2 bytes each).
+  ops.push_back(elementwise(prefix == "ffn" ? activation : prefix + "_" + activation, rows, inner, gated ? 6 : 4));
   ops.push_back(gemm(prefix + "_down", rows, m.hidden, inner));
 }
 

@@ -166,7 +166,7 @@ void backward_layer(const ScenarioSpec& s, const KernelTable* kernels, const std
     // The FFN's input gradient is complete after its last input GEMM's dgrad (gate, else up; in an
     // MoE layer the router, the first GEMM on the FFN's input).
     const bool last_ffn_in =
-        ffn_in && (op.name == "ffn_gate.dgrad" || op.name == "router.dgrad" || s.model.ffn == FfnType::gelu);
+        ffn_in && (op.name == "ffn_gate.dgrad" || op.name == "router.dgrad" || s.model.ffn != FfnType::swiglu);
     if (last_ffn_in && !ffn_in_done) {
       input.collective(reduce, "mlp input-grad " + reduce_name, tp_bytes, 0,
                        overlap(reads_ffn_input, OpPass::backward_weight));
@@ -197,7 +197,9 @@ Bytes tp_bytes_of(const ScenarioSpec& s) {
 bool recomputes(RecomputeModule module, const ComputeOp& op, bool mla) {
   const std::string& n = op.name;
   auto ends_with = [&](const std::string& tail) { return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0; };
-  const bool activation = n == "gelu" || n == "swiglu" || ends_with("_gelu") || ends_with("_swiglu");
+  bool activation = false;
+  for (FfnType kind : {FfnType::gelu, FfnType::swiglu, FfnType::squared_relu})
+    activation = activation || n == ffn_activation_name(kind) || ends_with(std::string("_") + ffn_activation_name(kind));
   switch (module) {
     case RecomputeModule::layernorm: return n == "norm1" || n == "norm2" || n == "q_norm" || n == "kv_norm";
     case RecomputeModule::core_attn: return op.attention_core;

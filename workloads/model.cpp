@@ -6,6 +6,15 @@
 
 namespace clustersim {
 
+const char* ffn_activation_name(FfnType kind) {
+  switch (kind) {
+    case FfnType::gelu: return "gelu";
+    case FfnType::swiglu: return "swiglu";
+    case FfnType::squared_relu: return "squared_relu";
+  }
+  return "gelu";  // unreachable: every kind is listed
+}
+
 namespace {
 
 // Upper bounds far above any published model (the widest hidden size is about 25K, the longest
@@ -22,6 +31,11 @@ constexpr long kMaxMtpDepth = 16;  // DeepSeek-V3 trains D = 1; each module is o
 
 int read_int(const YamlField& f, long max, const char* unit = "") { return static_cast<int>(f.as_integer_in(1, max, unit)); }
 int read_count(const YamlField& f, long max) { return static_cast<int>(f.as_integer_in(0, max)); }
+
+FfnType read_ffn(const YamlField& f) {
+  const std::string kind = f.as_choice({"gelu", "swiglu", "squared_relu"});
+  return kind == "gelu" ? FfnType::gelu : kind == "swiglu" ? FfnType::swiglu : FfnType::squared_relu;
+}
 
 /// `attention:`: absent or type standard is MHA/GQA from heads and kv_heads.
 std::optional<MlaSpec> parse_attention(const YamlField& root) {
@@ -83,7 +97,7 @@ std::optional<EncoderSpec> parse_encoder(const YamlField& root) {
   e.heads = read_int(heads, kMaxHeads, "heads");
   if (e.hidden % e.heads != 0) heads.fail("expected a divisor of the encoder's hidden (" + std::to_string(e.hidden) + ")");
   e.ffn_hidden = read_int(block->child("ffn_hidden"), kMaxFfnHidden);
-  e.ffn = block->child("ffn").as_choice({"gelu", "swiglu"}) == "gelu" ? FfnType::gelu : FfnType::swiglu;
+  e.ffn = read_ffn(block->child("ffn"));
   e.tokens = read_int(block->child("tokens"), kMaxSeqLen, "tokens");
   if (auto p = block->find("placement"))
     e.placement = p->as_choice({"first_stage", "own_stage"}) == "own_stage" ? EncoderPlacement::own_stage
@@ -130,7 +144,7 @@ ModelSpec parse_model_spec(const YamlField& root) {
       kv->fail("expected a divisor of heads (" + std::to_string(m.heads) + ")");
   }
   m.moe = parse_moe(root, m.layers);
-  m.ffn = root.child("ffn").as_choice({"gelu", "swiglu"}) == "gelu" ? FfnType::gelu : FfnType::swiglu;
+  m.ffn = read_ffn(root.child("ffn"));
   if (m.moe && m.moe->dense_layers == 0) {
     if (auto f = root.find("ffn_hidden"))
       f->fail("expected no ffn_hidden: every layer is MoE (moe.dense_layers is 0), experts use moe.expert_ffn_hidden");

@@ -9,7 +9,12 @@
 
 namespace clustersim {
 
-enum class FfnType { gelu, swiglu };
+/// gelu: GPT-style (biases, learned positions); swiglu: Llama-style gated FFN; squared_relu:
+/// Nemotron-4-style, Llama's family (no biases, rotary positions) with an ungated FFN.
+enum class FfnType { gelu, swiglu, squared_relu };
+
+/// The FFN activation's name as a model file spells it, and as its op is named ("gelu", ...).
+const char* ffn_activation_name(FfnType kind);
 
 /// Multi-head latent attention (DeepSeek-V2 section 2.1, DeepSeek-V3 section 2.1.1). Queries and
 /// keys/values go through a low-rank latent (down-projection, RMSNorm, per-head up-projection).

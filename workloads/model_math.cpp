@@ -11,7 +11,7 @@ bool gpt_style(const ModelSpec& m) { return m.ffn == FfnType::gelu; }
 double kv_width(const ModelSpec& m) { return double(m.kv_heads) * m.head_dim(); }
 
 /// Matmuls in the FFN per token and per hidden x ffn weight block: up + down, or gate + up + down.
-double ffn_matrices(const ModelSpec& m) { return m.ffn == FfnType::gelu ? 2.0 : 3.0; }
+double ffn_matrices(const ModelSpec& m) { return m.ffn == FfnType::swiglu ? 3.0 : 2.0; }
 
 /// A norm over `width` elements: LayerNorm weight + bias, or RMSNorm weight.
 double norm_parameters(const ModelSpec& m, double width) { return gpt_style(m) ? 2 * width : width; }

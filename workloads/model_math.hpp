@@ -7,6 +7,9 @@
 //                  one, each weight + bias; learned position embeddings (seq_len x hidden).
 //  - ffn: swiglu = Llama: no biases; two RMSNorms per layer and a final one, weight only; rotary
 //                  positions (no parameters).
+//  - ffn: squared_relu = Nemotron-4: Llama's family (no biases, rotary positions) with an ungated
+//                  FFN (up, squared ReLU, down). Its LayerNorms' biases are left out, as the
+//                  weight-only norms are (one vector of hidden elements a norm: under 1e-6 of 340B).
 // Either family adds an output head of vocab x hidden when embeddings are untied. An expert is an
 // FFN of the family's type (biases included for gelu); the router has no bias. MLA adds a norm on
 // each latent (query, key/value) of the family's kind, and its projections follow the bias rule.
