@@ -249,9 +249,12 @@ class IterationBuilder {
   /// (gradients come out at an even rate over the pass, layer after layer); its later chunks are one
   /// bucket each, reduced when the chunk's backward ends (distributed.py: disable_bucketing for
   /// model_chunk_idx > 0). Buckets on one group run one after another, as NCCL orders them on its
-  /// stream; the groups of a rank's TP ranks run side by side.
+  /// stream, after whatever that group ran before (`queue`: per group, the ends of its last
+  /// collective, updated); the groups of a rank's TP ranks run side by side.
   std::vector<FlowId> add_bucketed_reduce(int rank, int chunk, Op op, const std::vector<std::vector<int>>& groups,
-                                          Bytes bytes);
+                                          Bytes bytes, std::vector<std::vector<FlowId>>& queue);
+  /// `rank`'s chunks in the order their last passes run (the order it issues their reductions).
+  std::vector<int> chunks_by_last_pass(int rank) const;
 
   /// Gradient collectives per chunk, bucketed under its last backward (or, not overlapped, in one
   /// piece as the rank's last backward ends on every replica), then each replica's optimizer step,

@@ -236,12 +236,22 @@ FlowId IterationBuilder::join(int gpu_id, std::vector<FlowId> flows) {
   return graph_.add(std::move(j));
 }
 
+std::vector<int> IterationBuilder::chunks_by_last_pass(int rank) const {
+  std::vector<std::size_t> last(static_cast<std::size_t>(plan_.shape.chunks), 0);
+  const std::vector<PassOp> ops = plan_.schedule->rank_ops(plan_.shape, rank);
+  for (std::size_t i = 0; i < ops.size(); ++i) last[static_cast<std::size_t>(ops[i].chunk)] = i;
+  std::vector<int> order(static_cast<std::size_t>(plan_.shape.chunks));
+  for (int c = 0; c < plan_.shape.chunks; ++c) order[static_cast<std::size_t>(c)] = c;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return last[static_cast<std::size_t>(a)] < last[static_cast<std::size_t>(b)]; });
+  return order;
+}
+
 std::vector<FlowId> IterationBuilder::add_bucketed_reduce(int rank, int chunk, Op op, const std::vector<std::vector<int>>& groups,
-                                        Bytes bytes) {
+                                        Bytes bytes, std::vector<std::vector<FlowId>>& ends) {
   const Bytes bucket = reduce_bucket_bytes(chunk, groups.front().size(), bytes);
   const int here = gpu(0, rank, 0);
   std::map<int, std::optional<FlowId>> pass_start;  // replica -> when its pass starts
-  std::vector<std::vector<FlowId>> ends(groups.size());
+  ends.resize(groups.size());
   std::vector<FlowId> all;
   for (Bytes done = 0; done < bytes;) {
     const Bytes size = std::min(bucket, bytes - done);
@@ -290,18 +300,30 @@ void IterationBuilder::add_tail(int rank) {
   const FlowId all_done = join(here, last_passes);
   std::vector<FlowId> reduced;
   const Op reduce = plan_.distributed_optimizer ? Op::reduce_scatter : Op::all_reduce;
+  // One communicator per group (data-parallel, expert data-parallel): NCCL runs its collectives one
+  // at a time, in the order the rank issues them, which is the order its chunks' last passes end.
+  // Run side by side instead, a rank's twelve chunk reductions put twelve rings' channels on each
+  // NIC, and a pipeline transfer there got a thirteenth of its share.
+  std::map<const std::vector<std::vector<int>>*, std::vector<std::vector<FlowId>>> queues;
   // ZeRO-2/3 reduce-scatter gradients layer by layer during backward (dp_comm steps), not here.
-  for (int c = 0; c < plan_.shape.chunks && plan_.zero_stage < 2; ++c) {
+  for (int c : chunks_by_last_pass(rank)) {
+    if (plan_.zero_stage >= 2) break;
     const StagePlan& sp = plan_.stages[plan_.schedule->chunk_stage(plan_.shape, rank, c)];
     for (const auto& [groups, bytes] : gradient_groups(rank, sp)) {
       if (groups->empty()) continue;
+      std::vector<std::vector<FlowId>>& queue = queues[groups];
       std::vector<FlowId> ends;
       if (plan_.overlap_grad_reduce) {
-        ends = add_bucketed_reduce(rank, c, reduce, *groups, bytes);
+        ends = add_bucketed_reduce(rank, c, reduce, *groups, bytes, queue);
       } else {
-        for (const auto& group : *groups) {
-          const auto e = add_collective(reduce, group, bytes, all_done);
-          record_comm(rank, -1, reduce, bytes, group, all_done, e, "gradients");
+        queue.resize(groups->size());
+        for (std::size_t g = 0; g < groups->size(); ++g) {
+          std::vector<FlowId> waits = queue[g];
+          waits.push_back(all_done);
+          const FlowId queued = join(here, std::move(waits));
+          const auto e = add_collective(reduce, (*groups)[g], bytes, queued);
+          record_comm(rank, -1, reduce, bytes, (*groups)[g], queued, e, "gradients");
+          if (!e.empty()) queue[g] = e;
           ends.insert(ends.end(), e.begin(), e.end());
         }
       }
@@ -325,8 +347,10 @@ void IterationBuilder::add_tail(int rank) {
   if (!plan_.distributed_optimizer || plan_.zero_stage >= 3 || plan_.overlap_param_gather) return;
   const FlowId updated = join(here, optimizers);
   std::vector<FlowId> gather;
+  FlowId previous = updated;  // one communicator: each chunk's gather after the last one's
   for (int c = 0; c < plan_.shape.chunks; ++c) {
-    const auto ends = add_parameter_gather(rank, c, updated);
+    const auto ends = add_parameter_gather(rank, c, previous);
+    if (!ends.empty()) previous = join(here, ends);
     gather.insert(gather.end(), ends.begin(), ends.end());
   }
   for (int d : simulated_) {
@@ -354,9 +378,10 @@ std::vector<FlowId> IterationBuilder::add_parameter_gather(int rank, int chunk, 
 }
 
 // Steady state of Megatron-Core's overlapped, aligned parameter gather: the previous iteration's
-// optimizer step has ended when this one starts, the first two chunks' gathers start with it, and
-// chunk c's (c >= 2) once chunk c - 1's are done (Megatron launches it when chunk c - 1's first
-// forward starts, which waits for those). A chunk's first forward waits for its first bucket (its
+// optimizer step has ended when this one starts, the first chunk's gathers start with it, and
+// chunk c's (c >= 1) once chunk c - 1's are done: Megatron launches chunk 1's when chunk 0's first
+// forward starts (chunk c's when chunk c - 1's does, which waits for chunk c - 2's), and NCCL runs
+// them on the data-parallel communicator's one stream in that order, after chunk c - 1's rest. A chunk's first forward waits for its first bucket (its
 // first layers'); the rest, gathered while that forward runs, is waited for by the rank's next pass
 // (a forward's own stalls on later buckets show there).
 void IterationBuilder::add_parameter_gathers() {
@@ -372,7 +397,7 @@ void IterationBuilder::add_parameter_gathers() {
       return ends.empty() ? none : join(here, std::move(ends));
     };
     for (int c = 0; c < plan_.shape.chunks; ++c) {
-      const FlowId from = c < 2 ? start : previous;
+      const FlowId from = c == 0 ? start : previous;
       const FlowId first = joined(add_parameter_gather(r, c, from, 1), from);
       previous = joined(add_parameter_gather(r, c, first, 2), first);
       gathered[{r, c}] = {first, previous};

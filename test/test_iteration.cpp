@@ -165,9 +165,10 @@ TEST_CASE("overlapped, the first chunk's gradients are all-reduced in buckets du
   check_exact(simulate_iteration(engine, router, plan).iteration_s, 4 * (f + b) + all_reduce(3 * bucket) + optimizer);
 }
 
-TEST_CASE("without overlap, every chunk's gradient all-reduce waits for the rank's last backward") {
+TEST_CASE("without overlap, every chunk's gradient all-reduce waits for the rank's last backward, one after another") {
   // One rank, two chunks: chunk 1's last backward ends before chunk 0's. Overlapped, its all-reduce
-  // starts there; not overlapped (Megatron-LM before --overlap-grad-reduce), both start at the end.
+  // starts there; not overlapped (Megatron-LM before --overlap-grad-reduce), both wait for the end,
+  // and on their one communicator NCCL runs the second once the first is done.
   const Router router(superpod());
   FabricEngine engine(superpod());
   IterationPlan plan = uniform_plan("interleaved", 1, 4, 2, 1e-3, 2e-3);
@@ -176,19 +177,37 @@ TEST_CASE("without overlap, every chunk's gradient all-reduce waits for the rank
   plan.optimizer_s = 5e-3;
   const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], plan.stages[0].gradient_bytes, plan.channels,
                               *find_protocol("Simple"), 0};
-  FlowGraph both = find_algorithm("ring")->lower(router, req);
-  const FlowGraph second = find_algorithm("ring")->lower(router, req);
-  const FlowId base = static_cast<FlowId>(both.flows.size());
-  for (Flow f : second.flows) {
-    for (FlowId& a : f.after) a += base;
-    both.add(std::move(f));
-  }
-  const Seconds two_all_reduces = makespan(engine.run(both));
+  const Seconds one_all_reduce = makespan(engine.run(find_algorithm("ring")->lower(router, req)));
   plan.overlap_grad_reduce = false;
   const IterationResult serial = simulate_iteration(engine, router, plan);
-  check_exact(serial.iteration_s, 4 * 3e-3 + two_all_reduces + 5e-3);
+  check_exact(serial.iteration_s, 4 * 3e-3 + 2 * one_all_reduce + 5e-3);
   plan.overlap_grad_reduce = true;
   CHECK(simulate_iteration(engine, router, plan).iteration_s < serial.iteration_s - 1e-4);
+}
+
+TEST_CASE("overlapped, a chunk's gradient buckets queue behind the chunk before them on their one communicator") {
+  // One rank, two chunks, 1 GiB of gradients each: chunk 1's last backward ends at 11 ms and its
+  // all-reduce starts there; chunk 0's ends 1 ms later, but its buckets (40M parameters each) wait
+  // for chunk 1's all-reduce, as NCCL runs a communicator's collectives in the order they were
+  // issued, then run one after another. Iteration: 11 ms + AR(1 GiB) + the buckets' + optimizer.
+  const Router router(superpod());
+  FabricEngine engine(superpod());
+  IterationPlan plan = uniform_plan("interleaved", 1, 4, 2, 1e-3, 2e-3);
+  plan.free_communication = false;
+  plan.dp_group = {{0, 8, 16, 24}};
+  plan.optimizer_s = 5e-3;
+  plan.overlap_grad_reduce = true;
+  auto all_reduce_s = [&](Bytes bytes) {
+    const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], bytes, plan.channels, *find_protocol("Simple"), 0};
+    return makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+  };
+  const Bytes whole = plan.stages[0].gradient_bytes;
+  const Bytes bucket = static_cast<Bytes>(40e6 * plan.gradient_bytes_per_param);
+  REQUIRE(whole > bucket);
+  Seconds buckets_s = 0;
+  for (Bytes done = 0; done < whole; done += bucket) buckets_s += all_reduce_s(std::min(bucket, whole - done));
+  REQUIRE(all_reduce_s(whole) > 1e-3);  // chunk 1's all-reduce outlasts chunk 0's last backward
+  check_exact(simulate_iteration(engine, router, plan).iteration_s, 11e-3 + all_reduce_s(whole) + buckets_s + 5e-3);
 }
 
 TEST_CASE("the tied embedding's gradient all-reduce between first and last stage comes after both backwards") {
