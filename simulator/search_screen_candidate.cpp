@@ -125,6 +125,7 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
     load->data_parallel = c.dp * cp;
     load->distributed_optimizer = zero >= 1;
     load->gradient_bytes_per_param = base.gradient_buffer_bytes();
+    load->optimizer_bytes_per_param = 3.0 * base.optimizer_state_element_bytes();
     load->zero_stage = zero;
     if (zero == 3 && layers > 0) {
       const double per_layer = params / layers;
@@ -235,7 +236,7 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
   }
   const double optimizer_params = params_max / (zero >= 1 ? c.dp * cp : 1);
   const Seconds optimizer_s =
-      op_time(base.gpu, base.precision, optimizer_op(optimizer_params, base.gradient_reduce_bytes(), base.precision == "fp16"));
+      op_time(base.gpu, base.precision, optimizer_op(optimizer_params, base.gradient_reduce_bytes(), base.precision == "fp16", base.optimizer_state_element_bytes()));
   ScreenPrediction pr;
   pr.config = c;
   pr.iteration_s = pipeline_s + pp_exposed + dp_exposed + zero_gather + embedding_sync + optimizer_s;

@@ -3,7 +3,9 @@
 // reaches, inside training.
 #include <catch2/catch.hpp>
 
+#include "one_line_error.hpp"
 #include "support.hpp"
+#include "workloads/memory_model.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/plan_iteration.hpp"
 #include "workloads/scenario.hpp"
@@ -42,4 +44,31 @@ TEST_CASE("the optimizer step streams 42 bytes per parameter in bf16 and 54 in f
   CHECK(plan_iteration(fp16).optimizer_s == Approx(54 * kParams * s_per_byte).epsilon(1e-6));
   const ScenarioSpec bf16 = load_scenario(test::source_path(kScenario), {"precision=bf16"});
   CHECK(plan_iteration(bf16).optimizer_s == Approx(42 * kParams * s_per_byte).epsilon(1e-6));
+}
+
+TEST_CASE("Adam's state in bf16 (parallel.optimizer_dtype) holds 6 bytes a parameter and streams 28 in the step") {
+  // Apex's DistributedFusedAdam with dtype bf16 (NeMo's optim.dtype) keeps its parameter copy and
+  // both moments in bf16: 3 x 2 B a parameter, sharded as the fp32 state's 12 B is. Its step reads
+  // the norm's fp32 gradient (4), the state and the gradient (6 + 4), writes the state (6), copies the
+  // parameter copy into the weights (2 + 2) and zeroes the fp32 buffer (4): 28 B against 42.
+  CHECK(optimizer_op(1e9, 4, false, 2).hbm_bytes == Bytes(28e9));
+  CHECK(optimizer_op(1e9, 4, false, 4).hbm_bytes == Bytes(42e9));
+  CHECK(zero_state_bytes(1e9, 4, 1, 4, 6).optimizer == Bytes(6e9 / 4));
+  CHECK(zero_state_bytes(1e9, 4, 1).optimizer == Bytes(12e9 / 4));
+  const double s_per_byte = a100_s_per_byte();
+  const ScenarioSpec bf16 = load_scenario(test::source_path(kScenario), {"precision=bf16", "parallel.optimizer_dtype=bf16"});
+  CHECK(bf16.optimizer_dtype == "bf16");
+  CHECK(plan_iteration(bf16).optimizer_s == Approx(28 * kParams * s_per_byte).epsilon(1e-6));
+  // A run's stage memory halves its optimizer column (one stage, data-parallel 1, no sharding).
+  auto optimizer_gib = [&](const char* dtype) {
+    const auto r = test::cli_json("run " + test::source_path(kScenario) + " --set precision=bf16 --set parallel.optimizer_dtype=" + dtype);
+    return r["stages"][0]["memory_bytes"]["optimizer"].get<double>();
+  };
+  CHECK(optimizer_gib("bf16") == Approx(optimizer_gib("fp32") / 2).epsilon(1e-9));
+  CHECK(optimizer_gib("fp32") == Approx(12 * kParams).epsilon(1e-3));
+}
+
+TEST_CASE("an optimizer dtype the model does not keep is one line naming the field") {
+  const auto r = test::run_cli("run " + test::source_path(kScenario) + " --set parallel.optimizer_dtype=fp16");
+  test::require_one_line_error(r, "error: ", "parallel.optimizer_dtype: expected one of: fp32, bf16; got 'fp16'");
 }

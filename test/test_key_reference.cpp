@@ -228,6 +228,7 @@ const std::vector<std::pair<DefaultCheck, ScenarioRead>>& scenario_checks() {
       {{"parallel.distributed_optimizer", "", "true", {}}, [b](const ScenarioSpec& s) { return b(s.distributed_optimizer); }},
       {{"parallel.reshard_after_forward", "", "false", {"parallel.zero_stage=3"}}, [b](const ScenarioSpec& s) { return b(s.reshard_after_forward); }},
       {{"parallel.overlap_grad_reduce", "", "false", {}}, [b](const ScenarioSpec& s) { return b(s.overlap_grad_reduce); }},
+      {{"parallel.optimizer_dtype", "", "bf16", {}}, [](const ScenarioSpec& s) { return s.optimizer_dtype; }},
       {{"parallel.fp8_param_gather", "", "true", {"precision=fp8", "parallel.distributed_optimizer=true"}},
        [b](const ScenarioSpec& s) { return b(s.fp8_param_gather); }},
       {{"parallel.overlap_param_gather", "", "true", {"parallel.distributed_optimizer=true"}},

@@ -442,14 +442,17 @@ ComputeOp gradient_accumulation_op(double parameters, int accumulate_bytes) {
   return elementwise("grad_accumulation", std::lround(parameters), 1, 2.0 * accumulate_bytes + 2);
 }
 
-ComputeOp optimizer_op(double parameters, int gradient_buffer_bytes, bool loss_scaling) {
+ComputeOp optimizer_op(double parameters, int gradient_buffer_bytes, bool loss_scaling, int state_bytes) {
   ComputeOp op;
   op.name = "optimizer";
   op.kind = ComputeKind::optimizer;
   op.shape = {long(std::llround(parameters)), 0, 0};
   const double cast_to_fp32 = gradient_buffer_bytes < 4 ? gradient_buffer_bytes + 4.0 : 0.0;
+  // The norm's read of the fp32 gradient; Adam reading the state (parameter copy, m, v) and the fp32
+  // gradient and writing the state back; the copy into the 16-bit weights; the buffer zeroed.
+  const double s = state_bytes;
   const double bytes_per_param =
-      4.0 + (16.0 + 12.0) + (4.0 + 2.0) + gradient_buffer_bytes + cast_to_fp32 + (loss_scaling ? 8.0 : 0.0);
+      4.0 + (3 * s + 4.0 + 3 * s) + (s + 2.0) + gradient_buffer_bytes + cast_to_fp32 + (loss_scaling ? 8.0 : 0.0);
   op.hbm_bytes = Bytes(bytes_per_param * parameters);
   return op;
 }

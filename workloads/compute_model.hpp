@@ -175,6 +175,8 @@ ComputeOp gradient_accumulation_op(double parameters, int accumulate_bytes);
 /// fp16's loss scaling the gradients are unscaled and checked for inf/nan (read and write, 8).
 /// Left out: clipping's scale (read and write, 8), run only when the norm exceeds the clip, and the
 /// one-float all-reduces of the norm and of fp16's found-inf flag (latency, README "fixed costs").
-ComputeOp optimizer_op(double parameters, int gradient_buffer_bytes, bool loss_scaling);
+/// `state_bytes`: each state element's width, 4 (fp32) or 2 (bf16 state, parallel.optimizer_dtype:
+/// the master copy, both moments and the copy's read for the weights all at 2).
+ComputeOp optimizer_op(double parameters, int gradient_buffer_bytes, bool loss_scaling, int state_bytes = 4);
 
 }  // namespace clustersim

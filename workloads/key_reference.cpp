@@ -36,6 +36,7 @@ const std::vector<KeyReference>& key_reference() {
       {"scenario", "parallel.reshard_after_forward", "boolean (zero_stage 3 only)", "true"},
       {"scenario", "parallel.overlap_grad_reduce", "boolean", "true"},
       {"scenario", "parallel.grad_reduce_dtype", "fp32, bf16 or fp16", "fp16 under precision fp16, else fp32"},
+      {"scenario", "parallel.optimizer_dtype", "fp32 or bf16 (Adam's parameter copy and moments)", "fp32"},
       {"scenario", "parallel.fp8_param_gather", "boolean (an 8-bit precision and the distributed optimizer or ZeRO)", "false"},
       {"scenario", "parallel.overlap_param_gather", "boolean (the distributed optimizer, ZeRO 1 or 2)", "false"},
       {"scenario", "parallel.overlap_p2p_comm", "boolean", "true"},

@@ -121,17 +121,19 @@ StateBytes state_bytes(double params_on_rank, int data_parallel, bool distribute
   return zero_state_bytes(params_on_rank, data_parallel, distributed_optimizer ? 1 : 0);
 }
 
-StateBytes zero_state_bytes(double params_on_rank, int data_parallel, int zero_stage, double gradient_bytes_per_param) {
+StateBytes zero_state_bytes(double params_on_rank, int data_parallel, int zero_stage, double gradient_bytes_per_param,
+                            double optimizer_bytes_per_param) {
   assert(params_on_rank >= 0 && data_parallel > 0 && zero_stage >= 0 && zero_stage <= 3 && "state of a real rank");
   const double d = data_parallel;
   return {to_bytes(kWeightBytesPerParam * params_on_rank / (zero_stage >= 3 ? d : 1)),
           to_bytes(gradient_bytes_per_param * params_on_rank / (zero_stage >= 2 ? d : 1)),
-          to_bytes(kOptimizerBytesPerParam * params_on_rank / (zero_stage >= 1 ? d : 1))};
+          to_bytes(optimizer_bytes_per_param * params_on_rank / (zero_stage >= 1 ? d : 1))};
 }
 
 StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, const StageLoad& stage) {
   const int zero = stage.zero_stage >= 0 ? stage.zero_stage : stage.distributed_optimizer ? 1 : 0;
-  StateBytes state = zero_state_bytes(stage.params_on_rank, stage.data_parallel, zero, stage.gradient_bytes_per_param);
+  StateBytes state = zero_state_bytes(stage.params_on_rank, stage.data_parallel, zero, stage.gradient_bytes_per_param,
+                                      stage.optimizer_bytes_per_param);
   state.weights += to_bytes(kWeightBytesPerParam * stage.gathered_params);
   // FP8 weights' 128 x 128 block scales, over every parameter (norms and the 16-bit head included:
   // an upper bound by under 0.03%).
@@ -139,7 +141,7 @@ StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, con
     state.weights += to_bytes(kFp8WeightScaleBytesPerParam * (stage.params_on_rank + stage.expert_params_on_rank));
   if (stage.expert_params_on_rank > 0) {
     const StateBytes experts = zero_state_bytes(stage.expert_params_on_rank, stage.expert_data_parallel, zero,
-                                               stage.gradient_bytes_per_param);
+                                               stage.gradient_bytes_per_param, stage.optimizer_bytes_per_param);
     state.weights += experts.weights;
     state.gradients += experts.gradients;
     state.optimizer += experts.optimizer;

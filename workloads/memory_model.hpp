@@ -125,7 +125,8 @@ StateBytes state_bytes(double params_on_rank, int data_parallel, bool distribute
 /// optimizer state (2 + 4 + 12/d B/param), 2 the gradients too (2 + 4/d + 12/d), 3 the 16-bit
 /// weights as well ((2 + 4 + 12)/d); 0 shards nothing.
 StateBytes zero_state_bytes(double params_on_rank, int data_parallel, int zero_stage,
-                            double gradient_bytes_per_param = kGradientBytesPerParam);
+                            double gradient_bytes_per_param = kGradientBytesPerParam,
+                            double optimizer_bytes_per_param = kOptimizerBytesPerParam);
 
 /// How each microbatch's activations are laid out on the rank.
 struct ActivationLayout {
@@ -172,6 +173,7 @@ struct StageLoad {
   int data_parallel = 1;
   bool distributed_optimizer = false;
   double gradient_bytes_per_param = kGradientBytesPerParam;  // the gradient buffer's width
+  double optimizer_bytes_per_param = kOptimizerBytesPerParam;  // Adam's state: 12 in fp32, 6 in bf16
   int zero_stage = -1;                  // 0-3; -1: 1 with distributed_optimizer, else 0
   /// ZeRO-3: 16-bit parameters held gathered at peak, on top of the shards - the layer in use and
   /// the one prefetched, or every layer of the rank when they are not resharded after forward.

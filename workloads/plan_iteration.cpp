@@ -319,7 +319,7 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
         }
     }
   plan.optimizer_s = op_time(s.gpu, s.precision,
-                             optimizer_op(params_per_rank_max, s.gradient_reduce_bytes(), s.precision == "fp16"), kernels);
+                             optimizer_op(params_per_rank_max, s.gradient_reduce_bytes(), s.precision == "fp16", s.optimizer_state_element_bytes()), kernels);
   plan.channels = 2 * s.cluster.node.nics;
   plan.nccl_tuner = s.nccl_tuner;
   if (!s.pinned_algorithm.empty()) plan.pinned = find_algorithm(s.pinned_algorithm);

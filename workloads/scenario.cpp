@@ -47,7 +47,7 @@ const std::initializer_list<const char*> kFields = {
     "precision", "recompute", "attention", "moe", "calibration", "variability", "collectives", "catalog", "reliability"};
 const std::initializer_list<const char*> kParallelFields = {
     "tp", "pp", "dp", "ep", "cp", "cp_comm", "virtual_stages", "stage_layers", "decoder_first_pipeline_num_layers",
-    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "grad_reduce_dtype", "fp8_param_gather", "overlap_param_gather", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order", "stage_gpus"};
+    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "sequence_parallel", "distributed_optimizer", "zero_stage", "reshard_after_forward", "overlap_grad_reduce", "grad_reduce_dtype", "optimizer_dtype", "fp8_param_gather", "overlap_param_gather", "overlap_p2p_comm", "overlap_tp_backward", "gradient_accumulation_fusion", "order", "stage_gpus"};
 const std::initializer_list<const char*> kMoeFields = {"routing", "hot_factor", "seed", "dispatch"};
 const std::initializer_list<const char*> kCollectivesFields = {"algorithm"};
 
@@ -149,6 +149,7 @@ void read_parallel(const YamlField& f, ScenarioSpec& s) {
   }
   if (auto g = f.find("grad_reduce_dtype"))
     s.grad_reduce_dtype = g->as_choice({"fp32", "bf16", "fp16"});
+  if (auto o = f.find("optimizer_dtype")) s.optimizer_dtype = o->as_choice({"fp32", "bf16"});
   if (auto g = f.find("fp8_param_gather")) {
     s.fp8_param_gather = g->as_bool();
     if (s.fp8_param_gather && !s.distributed_optimizer)

@@ -74,6 +74,9 @@ struct ScenarioSpec {
   // The dtype data-parallel gradients are kept and reduced in (fp32, bf16, fp16); empty: by
   // precision (gradient_reduce_bytes). Megatron-Core's grad_reduce_in_fp32, NeMo's grad_sync_dtype.
   std::string grad_reduce_dtype;
+  // The dtype Adam keeps its state in (the parameters' copy and both moments): fp32 (Megatron-LM's
+  // default, 12 B a parameter) or bf16 (6 B: Apex's DistributedFusedAdam `dtype`, NeMo's optim.dtype).
+  std::string optimizer_dtype = "fp32";
   // true: the distributed optimizer's (or ZeRO-3's) parameter all-gathers move FP8 weights, 1 byte a
   // parameter (Megatron-Core's fp8_param_gather, NeMo's FP8 parameters); false: bf16, 2 bytes.
   bool fp8_param_gather = false;
@@ -139,6 +142,8 @@ struct ScenarioSpec {
   /// Bytes per parameter of the gradient buffer the memory model holds: the stated reduce width,
   /// else fp32 main gradients (kept under fp16 as well, as the memory model always has).
   double gradient_buffer_bytes() const { return grad_reduce_dtype.empty() ? 4.0 : gradient_reduce_bytes(); }
+  /// Bytes of one element of the optimizer's state (its parameter copy, Adam's m and v).
+  int optimizer_state_element_bytes() const { return optimizer_dtype == "bf16" ? 2 : 4; }
   /// Microbatches each pipeline runs per iteration (m).
   int microbatches() const { return global_batch / (microbatch * layout.dp); }
   /// Tokens of one microbatch on one GPU of a context-parallel group.

@@ -48,6 +48,7 @@ nlohmann::ordered_json scenario_config_json(const ScenarioSpec& s) {
   c["sequence_parallel"] = s.sequence_parallel;
   c["zero_stage"] = s.zero_stage;
   c["grad_reduce_dtype"] = s.gradient_reduce_dtype();
+  c["optimizer_dtype"] = s.optimizer_dtype;
   c["fp8_param_gather"] = s.fp8_param_gather;
   c["overlap_param_gather"] = s.overlap_param_gather;
   c["fabric_sharing"] = to_string(s.cluster.fabric.sharing);
