@@ -381,9 +381,10 @@ std::vector<FlowId> IterationBuilder::add_parameter_gather(int rank, int chunk, 
 // optimizer step has ended when this one starts, the first chunk's gathers start with it, and
 // chunk c's (c >= 1) once chunk c - 1's are done: Megatron launches chunk 1's when chunk 0's first
 // forward starts (chunk c's when chunk c - 1's does, which waits for chunk c - 2's), and NCCL runs
-// them on the data-parallel communicator's one stream in that order, after chunk c - 1's rest. A chunk's first forward waits for its first bucket (its
-// first layers'); the rest, gathered while that forward runs, is waited for by the rank's next pass
-// (a forward's own stalls on later buckets show there).
+// them on the data-parallel communicator's one stream in that order, after chunk c - 1's rest. A
+// chunk's first forward waits for its first bucket (its first layers'); the rest, gathered while
+// that forward runs, is waited for by the rank's next pass (a forward's own stalls on later
+// buckets show there).
 void IterationBuilder::add_parameter_gathers() {
   if (!plan_.overlap_param_gather || !plan_.distributed_optimizer || plan_.zero_stage >= 3) return;
   std::map<std::pair<int, int>, std::pair<FlowId, FlowId>> gathered;  // (rank, chunk) -> (first bucket, all)
