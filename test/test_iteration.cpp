@@ -37,6 +37,22 @@ IterationPlan uniform_plan(const char* schedule, int p, int m, int v, Seconds f,
   return plan;
 }
 
+/// One rank (GPU 0) in a data-parallel group of four nodes' first GPUs, F = 1 ms, B = 2 ms, four
+/// microbatches over `chunks` chunks, a 5 ms optimizer step, communication on the fabric.
+IterationPlan data_parallel_plan(const char* schedule, int chunks) {
+  IterationPlan plan = uniform_plan(schedule, 1, 4, chunks, 1e-3, 2e-3);
+  plan.free_communication = false;
+  plan.dp_group = {{0, 8, 16, 24}};
+  plan.optimizer_s = 5e-3;
+  return plan;
+}
+
+/// A ring all-reduce of `bytes` over `group` with Simple, alone on the fabric.
+Seconds ring_all_reduce_s(FabricEngine& engine, const Router& router, const std::vector<int>& group, Bytes bytes, int channels) {
+  const CollectiveRequest req{Op::all_reduce, group, bytes, channels, *find_protocol("Simple"), 0};
+  return makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+}
+
 void check_exact(Seconds simulated, Seconds closed_form) {
   INFO("simulated " << simulated << " s, closed form " << closed_form << " s");
   CHECK(std::abs(simulated - closed_form) / closed_form < 1e-9);
@@ -124,14 +140,9 @@ TEST_CASE("a gradient all-reduce across data parallelism is exposed after the la
   // Not overlapped (Megatron-LM 2021's local DDP): one all-reduce after the last backward.
   const Router router(superpod());
   FabricEngine engine(superpod());
-  IterationPlan plan = uniform_plan("1f1b", 1, 4, 1, 1e-3, 2e-3);
-  plan.free_communication = false;
+  IterationPlan plan = data_parallel_plan("1f1b", 1);
   plan.overlap_grad_reduce = false;
-  plan.dp_group = {{0, 8, 16, 24}};
-  plan.optimizer_s = 5e-3;
-  const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], plan.stages[0].gradient_bytes, plan.channels,
-                              *find_protocol("Simple"), 0};
-  const Seconds all_reduce = makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+  const Seconds all_reduce = ring_all_reduce_s(engine, router, plan.dp_group[0], plan.stages[0].gradient_bytes, plan.channels);
   const IterationResult r = simulate_iteration(engine, router, plan);
   check_exact(r.iteration_s, 4 * 3e-3 + all_reduce + 5e-3);
   CHECK(r.ranks[0].dp_exposed_s == Approx(all_reduce).epsilon(1e-9));
@@ -150,10 +161,7 @@ TEST_CASE("overlapped, the first chunk's gradients are all-reduced in buckets du
   plan.optimizer_s = optimizer;
   const Bytes bucket = 160'000'000;
   plan.stages[0].gradient_bytes = 3 * bucket;
-  auto all_reduce = [&](Bytes bytes) {
-    const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], bytes, plan.channels, *find_protocol("Simple"), 0};
-    return makespan(engine.run(find_algorithm("ring")->lower(router, req)));
-  };
+  auto all_reduce = [&](Bytes bytes) { return ring_all_reduce_s(engine, router, plan.dp_group[0], bytes, plan.channels); };
   const Seconds one_bucket = all_reduce(bucket);
   REQUIRE(one_bucket > b / 3);
   const Seconds last_backward_start = 4 * (f + b) - b;
@@ -171,13 +179,9 @@ TEST_CASE("without overlap, every chunk's gradient all-reduce waits for the rank
   // and on their one communicator NCCL runs the second once the first is done.
   const Router router(superpod());
   FabricEngine engine(superpod());
-  IterationPlan plan = uniform_plan("interleaved", 1, 4, 2, 1e-3, 2e-3);
-  plan.free_communication = false;
-  plan.dp_group = {{0, 8, 16, 24}};
-  plan.optimizer_s = 5e-3;
-  const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], plan.stages[0].gradient_bytes, plan.channels,
-                              *find_protocol("Simple"), 0};
-  const Seconds one_all_reduce = makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+  IterationPlan plan = data_parallel_plan("interleaved", 2);
+  const Seconds one_all_reduce =
+      ring_all_reduce_s(engine, router, plan.dp_group[0], plan.stages[0].gradient_bytes, plan.channels);
   plan.overlap_grad_reduce = false;
   const IterationResult serial = simulate_iteration(engine, router, plan);
   check_exact(serial.iteration_s, 4 * 3e-3 + 2 * one_all_reduce + 5e-3);
@@ -192,15 +196,9 @@ TEST_CASE("overlapped, a chunk's gradient buckets queue behind the chunk before 
   // issued, then run one after another. Iteration: 11 ms + AR(1 GiB) + the buckets' + optimizer.
   const Router router(superpod());
   FabricEngine engine(superpod());
-  IterationPlan plan = uniform_plan("interleaved", 1, 4, 2, 1e-3, 2e-3);
-  plan.free_communication = false;
-  plan.dp_group = {{0, 8, 16, 24}};
-  plan.optimizer_s = 5e-3;
+  IterationPlan plan = data_parallel_plan("interleaved", 2);
   plan.overlap_grad_reduce = true;
-  auto all_reduce_s = [&](Bytes bytes) {
-    const CollectiveRequest req{Op::all_reduce, plan.dp_group[0], bytes, plan.channels, *find_protocol("Simple"), 0};
-    return makespan(engine.run(find_algorithm("ring")->lower(router, req)));
-  };
+  auto all_reduce_s = [&](Bytes bytes) { return ring_all_reduce_s(engine, router, plan.dp_group[0], bytes, plan.channels); };
   const Bytes whole = plan.stages[0].gradient_bytes;
   const Bytes bucket = static_cast<Bytes>(40e6 * plan.gradient_bytes_per_param);
   REQUIRE(whole > bucket);
@@ -219,9 +217,7 @@ TEST_CASE("the tied embedding's gradient all-reduce between first and last stage
   plan.free_communication = false;
   for (StagePlan& sp : plan.stages) sp.activation_bytes = sp.gradient_bytes = 0;
   plan.embedding_sync_bytes = 256 << 20;
-  const CollectiveRequest req{Op::all_reduce, {0, 8}, plan.embedding_sync_bytes, plan.channels,
-                              *find_protocol("Simple"), 0};
-  const Seconds all_reduce = makespan(engine.run(find_algorithm("ring")->lower(router, req)));
+  const Seconds all_reduce = ring_all_reduce_s(engine, router, {0, 8}, plan.embedding_sync_bytes, plan.channels);
   const IterationResult r = simulate_iteration(engine, router, plan);
   check_exact(r.iteration_s, 2 * (1e-3 + 2e-3) + all_reduce);
   // The last stage is done after B1 and waits out B0 and the all-reduce.
