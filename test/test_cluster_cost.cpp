@@ -42,6 +42,27 @@ TEST_CASE("the 4-SU H100 SuperPOD costs its servers, 48 switches, 4,080 optics a
   for (const CostLine& l : cost.lines) CHECK(l.item != "extra NICs");
 }
 
+TEST_CASE("NICs beyond the server's 8 are bought at the catalog's 400G NIC price, and an 800G one it lacks is an error", "[cost]") {
+  const Cluster& c = test::shipped_cluster("scenarios/clusters/dgx-h100-superpod.yaml");
+  const BillOfMaterials bom = bill_of_materials(c);
+  ClusterSpec spec = c.spec;
+  spec.node.nics = 16;  // two NDR NICs a GPU: 8 shipped with each DGX H100, 8 bought
+  const ClusterCost base = price_cluster(bom, c.spec, prices());
+  const ClusterCost more = price_cluster(bom, spec, prices());
+  const NicPrice& cx7 = named(prices().nics, "ConnectX-7 MCX75310AAS-NEAT (NDR / 400GbE, single-port OSFP)");
+  const long extra = 127 * 8;  // 127 nodes x (16 - 8)
+  CHECK(more.capital_usd - base.capital_usd == Approx(extra * cx7.price_usd));
+  CHECK(more.power_W - base.power_W == Approx(extra * cx7.power_W));
+  spec.node.nic_link.bandwidth_Bps *= 2;  // 800G NICs: the catalog sells none apart from a server
+  try {
+    price_cluster(bom, spec, prices());
+    FAIL("priced 800G NICs the catalog does not list");
+  } catch (const UserError& e) {
+    CHECK(e.field_path() == "nics");
+    CHECK(e.expected() == "expected an entry for a NIC of 800 Gb/s (the cluster needs one to be priced)");
+  }
+}
+
 TEST_CASE("HDR 200G ports are priced as NDR ports split in two: one QM9700 per 40-port leaf", "[cost]") {
   const Cluster& c = test::shipped_cluster("scenarios/clusters/dgx-a100-superpod.yaml");
   const BillOfMaterials bom = bill_of_materials(c);
