@@ -9,8 +9,9 @@
 // Lowering (lower_steps): all-gather step k = 0 .. ceil(log2 n)-1 sends min(2^k, n - 2^k) blocks of
 // S/n to the rank 2^(L-1-k) further on; reduce-scatter runs the same steps in reverse order.
 // Not modelled: the extra steps NCCL takes when a block no longer fits its buffers (large sizes,
-// where bandwidth hides their latency). Each step's sends are summed per link unless the request
-// asks for one flow per send (steps.hpp: up to 2% slower, 80x faster on 2,048 nodes).
+// where bandwidth hides their latency). Each step moves in lockstep (one flow per channel over every
+// send's route) unless the request asks for one flow per send (steps.hpp: up to 2% slower, 80x
+// faster on 2,048 nodes).
 //
 // Latency is NCCL's cost model for PAT (src/graph/tuning.cc, NCCL 2.2x; Simple protocol only):
 // base 8 us, log2(n) x (network PAT hop 14 us / 3.5), and a term linear in the ranks, 2.8 us each,

@@ -24,15 +24,18 @@ struct StepLatency {
 
 /// The steps as flows: a send is `channels` flows of data_bytes / channels, each paying its route's
 /// latency plus `latency`. Per pair, step k+1's sends from rank i wait on rank i's sends and
-/// receives of step k on the same channel. Per link sums each step's sends per directed link
-/// (link_loads.hpp) and starts a step once the one before has ended everywhere: every send of a
-/// step has the same size, so a step alone ends when its most loaded link drains, as an
-/// all-to-all does. What that gives up is the ranks' slack: a rank whose sends met no collision
-/// starts its next step early per pair, and waits for the slowest link per link. On PAT all-gather
-/// and reduce-scatter on the H100 SuperPOD that reads 0.1-1.9% slower on 64 and 128 nodes at 1 MiB
-/// and 1 GiB (test_step_flows), 1.7% on 512 and 2.0% on 2,048 at 1 GiB; on halving-doubling 12%
-/// at 512 GPUs, so only PAT sums per link. Why at all: PAT on 2,048 nodes is 360K coupled flows per
-/// send (45-48 s of one core), under a thousand per link (0.6 s).
+/// receives of step k on the same channel. Per link (when every send of a step has one size, as
+/// PAT's do) a step moves in lockstep: one flow per channel over every send's route, a link that k
+/// sends cross listed k times, as a ring's channel lists its hops, paying the largest of its sends'
+/// latencies; the next step starts once it has ended everywhere. Alone, the step then ends when its
+/// most loaded link drains, as summing its sends per link would give. What that gives up is the
+/// ranks' slack: a rank whose sends met no collision starts its next step early per pair, and waits
+/// for the slowest send in lockstep. On PAT all-gather and reduce-scatter on the H100 SuperPOD that
+/// reads 0.1-1.9% slower on 64 and 128 nodes at 1 MiB and 1 GiB (test_step_flows), 1.7% on 512 and
+/// 2.0% on 2,048 at 1 GiB; on halving-doubling 12% at 512 GPUs, so only PAT moves in lockstep. Why
+/// at all: PAT on 2,048 nodes is 360K coupled flows per send (45-48 s of one core), 16 a step in
+/// lockstep. Why not a flow per loaded link, as an all-to-all sums its sends: beside an iteration's
+/// pipeline transfers every such flow is re-rated whenever one meets it on a NIC.
 FlowGraph lower_steps(const Router& router, const CollectiveRequest& request, const std::vector<Step>& steps,
                       const StepLatency& latency, AllToAllFlows flows = AllToAllFlows::per_pair);
 
