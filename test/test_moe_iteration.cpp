@@ -5,6 +5,8 @@
 // and replaying every GPU of these jobs, run's default, would cost the suite minutes.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -12,6 +14,8 @@
 #include "workloads/memory_model.hpp"
 #include "workloads/model_math.hpp"
 #include "workloads/moe_routing.hpp"
+#include "workloads/plan_iteration.hpp"
+#include "workloads/scenario.hpp"
 
 using namespace clustersim;
 using clustersim::test::run_cli;
@@ -49,6 +53,44 @@ TEST_CASE("with uniform routing an moe layer computes tokens x top-k expert ffns
     // tokens x top_k x one expert's FFN (3 h f_e multiply-adds, 2 FLOPs each), per EP rank.
     CHECK(expert_flops == Approx(4096.0 * 8 * 2 * 3 * 7168.0 * 2048));
     CHECK(expert_flops == Approx(4096.0 * 8 * expert_ffn_flops_per_token(m)));
+  }
+}
+
+TEST_CASE("under sequence parallelism each TP rank dispatches its 1/tp slice, then all-gathers its experts' tokens over TP") {
+  // Mixtral 8x7B (no shared experts), tp 2, ep 8 on 16 H800s: Megatron-Core's all-to-all token
+  // dispatcher sends the rank's own sequence slice, gathers what its experts received over TP,
+  // and reduce-scatters their outputs before the combine; the router reads the slice, so the MoE
+  // layer has no gather of its input and no reduction of its output.
+  const ModelSpec m = load_model_spec(source_path("scenarios/models/mixtral-8x7b.yaml"));
+  const double tokens = double(m.seq_len), token_bytes = 2.0 * m.hidden, k = m.moe->top_k;
+  for (bool sp : {true, false}) {
+    INFO("sequence parallel " << sp);
+    const std::string parallel = std::string("{tp: 2, pp: 1, dp: 8, ep: 8, sequence_parallel: ") + (sp ? "true" : "false") + "}";
+    const IterationPlan plan = plan_iteration(load_scenario(mixtral_scenario(parallel, 16)));
+    const GroupTraffic* dispatch = nullptr;
+    for (const GroupTraffic& g : plan.traffic)
+      if (g.label == "moe dispatch") dispatch = &g;
+    REQUIRE(dispatch);
+    double sent = 0;
+    for (double b : dispatch->bytes[0]) sent += b;
+    // Uniform routing: each of the rank's tokens goes to k experts, 1/ep of them its own.
+    CHECK(sent == Approx(tokens / (sp ? 2 : 1) * k * token_bytes));
+    std::map<std::string, Bytes> tp;
+    for (const Segment& seg : plan.stages.at(0).forward)
+      if (seg.kind == SegmentKind::tp_comm) tp[seg.label] = seg.tp_bytes;
+    CHECK(tp.count("attention all-gather") == (sp ? 1u : 0u));
+    CHECK(tp.count("mlp all-gather") == 0);
+    if (sp) {
+      // Its experts received tokens x k rows (uniform routing), gathered whole on each TP rank.
+      CHECK(tp.at("moe dispatch all-gather") == static_cast<Bytes>(tokens * k * token_bytes));
+      CHECK(tp.at("moe combine reduce-scatter") == static_cast<Bytes>(tokens * k * token_bytes));
+      CHECK(tp.count("moe output reduce-scatter") == 0);
+    } else {
+      // Without SP every TP rank holds the whole microbatch and dispatches it (Megatron refuses
+      // MoE with TP but no SP; the model keeps the replicated layer): the output is all-reduced.
+      CHECK(tp.count("moe dispatch all-gather") == 0);
+      CHECK(tp.at("moe output all-reduce") == static_cast<Bytes>(tokens * token_bytes));
+    }
   }
 }
 

@@ -380,7 +380,8 @@ MoeLayerOps moe_layer_forward_ops(const ModelSpec& full, int microbatch, int ten
   out.before_dispatch = attention_ops(m, microbatch, tensor_parallel, sequence_parallel, kernel, full.seq_len);
   out.before_dispatch.push_back(elementwise(residual_name(m, 1), sp_tokens, h, gpt ? 7 : 6));
   out.before_dispatch.push_back(elementwise("norm2", sp_tokens, h, 4));
-  out.before_dispatch.push_back(gemm("router", tokens, moe.routed_experts, h));
+  // Megatron-Core's router scores the rank's own sequence slice (under SP); the dispatcher gathers.
+  out.before_dispatch.push_back(gemm("router", sp_tokens, moe.routed_experts, h));
   out.before_dispatch.back().keeps_16bit = true;
   ffn_gemms(m, "shared", tokens, divide(long(moe.shared_experts) * moe.expert_ffn_hidden, t), out.before_dispatch);
   ffn_gemms(m, "expert", std::lround(expert_rows), divide(moe.expert_ffn_hidden, t), out.experts);

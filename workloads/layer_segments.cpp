@@ -84,6 +84,18 @@ bool core_ends(const std::vector<ComputeOp>& ops, std::size_t i) {
   return ops[i].attention_core && (i + 1 == ops.size() || !ops[i + 1].attention_core);
 }
 
+/// The GEMMs that read a layer's normed input, each block's column-parallel linear in Megatron:
+/// the attention's QKV (MLA: its two down-projections) and the FFN's first GEMM (gate and up, one
+/// fused linear; in an MoE layer the router and the shared experts).
+bool reads_attention_input(const std::string& gemm) { return gemm == "qkv" || gemm == "q_down" || gemm == "kv_down"; }
+bool reads_ffn_input(const std::string& gemm) {
+  return gemm == "ffn_up" || gemm == "ffn_gate" || gemm == "router" || gemm == "shared_up" || gemm == "shared_gate";
+}
+/// Under SP, those that read the gathered input: not an MoE layer's router, which Megatron-Core runs
+/// on the rank's own sequence slice (its token dispatcher all-gathers over TP only what each rank's
+/// experts receive, after the all-to-all; MoE with TP needs SP there).
+bool reads_gathered_ffn_input(const std::string& gemm) { return gemm != "router" && reads_ffn_input(gemm); }
+
 /// One layer's forward, with Megatron's TP collectives between its ops. Sequence parallelism's
 /// all-gathers feed the QKV and FFN GEMMs, so FP8 training gathers them in FP8 (Transformer Engine
 /// casts before it gathers); the reductions carry GEMM outputs and stay 16-bit.
@@ -95,7 +107,7 @@ void forward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& ops, Byt
     const ComputeOp& op = ops[i];
     if (core_starts(ops, i)) w.before_attention(false);
     if (sp && (op.name == "qkv" || op.name == "q_down")) w.collective(Op::all_gather, "attention all-gather", gather_bytes);
-    if (sp && !ffn_started && (op.name == "ffn_gate" || op.name == "ffn_up" || op.name == "router")) {
+    if (sp && !ffn_started && (op.kind == ComputeKind::gemm && reads_gathered_ffn_input(op.name))) {
       w.collective(Op::all_gather, "mlp all-gather", gather_bytes);
       ffn_started = true;
     }
@@ -105,14 +117,6 @@ void forward_layer(const ScenarioSpec& s, const std::vector<ComputeOp>& ops, Byt
     if (op.name == "ffn_down") w.collective(sp ? Op::reduce_scatter : Op::all_reduce, "mlp output " + std::string(sp ? "reduce-scatter" : "all-reduce"), tp_bytes);
   }
   w.flush("layer forward");
-}
-
-/// The GEMMs that read a layer's normed input, each block's column-parallel linear in Megatron:
-/// the attention's QKV (MLA: its two down-projections) and the FFN's first GEMM (gate and up, one
-/// fused linear; in an MoE layer the router and the shared experts).
-bool reads_attention_input(const std::string& gemm) { return gemm == "qkv" || gemm == "q_down" || gemm == "kv_down"; }
-bool reads_ffn_input(const std::string& gemm) {
-  return gemm == "ffn_up" || gemm == "ffn_gate" || gemm == "router" || gemm == "shared_up" || gemm == "shared_gate";
 }
 
 /// The backward time of the GEMMs `reads` picks, in one pass (input or weight gradient).
@@ -140,6 +144,7 @@ void backward_layer(const ScenarioSpec& s, const KernelTable* kernels, const std
   auto overlap = [&](bool (*reads)(const std::string&), OpPass pass) {
     return s.overlap_tp_backward ? linear_backward_s(s, kernels, bwd, reads, pass) : 0.0;
   };
+  bool (*ffn_input)(const std::string&) = sp ? reads_gathered_ffn_input : reads_ffn_input;
   bool ffn_in_started = false, ffn_in_done = false, attention_in_started = false;
   for (std::size_t i = 0; i < bwd.size(); ++i) {
     const ComputeOp& op = bwd[i];
@@ -151,8 +156,8 @@ void backward_layer(const ScenarioSpec& s, const KernelTable* kernels, const std
     if (core_starts(bwd, i)) input.before_attention(true);
     if (sp && op.name == "ffn_down.dgrad") input.collective(Op::all_gather, "mlp grad all-gather", tp_bytes);
     if (sp && op.name == "attn_out.dgrad") input.collective(Op::all_gather, "attention grad all-gather", tp_bytes);
-    if (sp && op.kind == ComputeKind::gemm && reads_ffn_input(gemm) && !ffn_in_started) {
-      input.collective(Op::all_gather, "mlp input re-gather", gather_bytes, overlap(reads_ffn_input, OpPass::backward_input));
+    if (sp && op.kind == ComputeKind::gemm && reads_gathered_ffn_input(gemm) && !ffn_in_started) {
+      input.collective(Op::all_gather, "mlp input re-gather", gather_bytes, overlap(ffn_input, OpPass::backward_input));
       ffn_in_started = true;
     }
     if (sp && op.kind == ComputeKind::gemm && reads_attention_input(gemm) && !attention_in_started) {
@@ -162,14 +167,16 @@ void backward_layer(const ScenarioSpec& s, const KernelTable* kernels, const std
     }
     input.op(op);
     if (core_ends(bwd, i)) input.after_attention(true);
-    const bool ffn_in = op.name == "ffn_up.dgrad" || op.name == "ffn_gate.dgrad" || op.name == "router.dgrad";
     // The FFN's input gradient is complete after its last input GEMM's dgrad (gate, else up; in an
-    // MoE layer the router, the first GEMM on the FFN's input).
-    const bool last_ffn_in =
-        ffn_in && (op.name == "ffn_gate.dgrad" || op.name == "router.dgrad" || s.model.ffn != FfnType::swiglu);
+    // MoE layer the router, the first GEMM on the FFN's input, or under SP the shared experts' gate
+    // or up: the router's slice needs no reduction, and without shared experts nothing is reduced).
+    const bool ffn_in = op.kind == ComputeKind::gemm && op.name == gemm + ".dgrad" &&
+                        (gemm == "ffn_up" || gemm == "ffn_gate" ||
+                         (sp ? gemm == "shared_up" || gemm == "shared_gate" : gemm == "router"));
+    const bool last_ffn_in = ffn_in && (gemm == "ffn_gate" || gemm == "shared_gate" || gemm == "router" ||
+                                        s.model.ffn != FfnType::swiglu);
     if (last_ffn_in && !ffn_in_done) {
-      input.collective(reduce, "mlp input-grad " + reduce_name, tp_bytes, 0,
-                       overlap(reads_ffn_input, OpPass::backward_weight));
+      input.collective(reduce, "mlp input-grad " + reduce_name, tp_bytes, 0, overlap(ffn_input, OpPass::backward_weight));
       ffn_in_done = true;
     }
     if (op.name == "qkv.dgrad" || op.name == "q_down.dgrad")
@@ -365,6 +372,15 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   const Bytes tp_bytes = tp_bytes_of(s);
   const Op reduce = sp ? Op::reduce_scatter : Op::all_reduce;
   const std::string reduce_name = sp ? "reduce-scatter" : "all-reduce";
+  // Under SP, Megatron-Core's token dispatcher (moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher)
+  // sends each rank's own sequence slice through the all-to-all (plan_iteration.cpp sizes it so),
+  // then all-gathers over TP the tokens this rank's experts received (its `own` rows, each expert
+  // TP-sharded), and reduce-scatters their outputs before the combine. Only the shared experts read
+  // the gathered layer input, so only their output is reduced after it.
+  const bool slice = sp && t > 1, shared = s.model.moe->shared_experts > 0;
+  const double expert_rows_x_hidden = rows.own * double(s.model.hidden);
+  const Bytes expert_input_bytes = static_cast<Bytes>(expert_rows_x_hidden * (s.eight_bit_gemm_inputs() ? 1 : 2));
+  const Bytes expert_output_bytes = static_cast<Bytes>(expert_rows_x_hidden * 2);
   LayerSegments out;
 
   // Forward: attention (its own TP collectives), norm, router and shared experts; dispatch; the
@@ -374,12 +390,14 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   SegmentWriter f(s, kernels, out.forward, SegmentKind::compute, cp);
   forward_layer(s, own_before, tp_bytes, f);
   out.forward.push_back(ep_segment("moe dispatch", traffic.dispatch));
+  if (slice) f.collective(Op::all_gather, "moe dispatch all-gather", expert_input_bytes);
   for (const ComputeOp& op : own_experts) f.op(op);
   f.flush("routed experts");
   const Seconds wait_fwd = ops_time(s, kernels, busiest_experts) - ops_time(s, kernels, own_experts);
   if (wait_fwd > 0) out.forward.push_back({SegmentKind::imbalance, "expert imbalance", wait_fwd, Op::all_reduce, 0});
+  if (slice) f.collective(Op::reduce_scatter, "moe combine reduce-scatter", expert_output_bytes);
   out.forward.push_back(ep_segment("moe combine", traffic.combine));
-  f.collective(reduce, "moe output " + reduce_name, tp_bytes);
+  if (!sp || shared) f.collective(reduce, "moe output " + reduce_name, tp_bytes);
   for (const ComputeOp& op : own.after_combine) f.op(op);
   f.flush("layer forward");
 
@@ -388,14 +406,16 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
       bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
   for (const ComputeOp& op : backward_of(s, own.after_combine)) bi.op(op);
-  if (sp) bi.collective(Op::all_gather, "moe grad all-gather", tp_bytes);
+  if (sp && shared) bi.collective(Op::all_gather, "moe grad all-gather", tp_bytes);
   out.backward_input.push_back(ep_segment("moe combine grad", traffic.dispatch_shaped_grad));
+  if (slice) bi.collective(Op::all_gather, "moe combine grad all-gather", expert_output_bytes);
   for (const ComputeOp& op : backward_of(s, own.experts)) (op.pass == OpPass::backward_weight ? bw : bi).op(op);
   bi.flush("routed experts backward");
   const Seconds wait_bwd =
       ops_time(s, kernels, backward_of(s, busiest.experts)) - ops_time(s, kernels, backward_of(s, own.experts));
   if (wait_bwd > 0)
     out.backward_input.push_back({SegmentKind::imbalance, "expert imbalance", wait_bwd, Op::all_reduce, 0});
+  if (slice) bi.collective(Op::reduce_scatter, "moe dispatch grad reduce-scatter", expert_output_bytes);
   out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine));
   backward_layer(s, kernels, backward_of(s, own.before_dispatch), tp_bytes, bi, bw);
   add_recompute(s, kernels, out.forward, own_before, own_experts, busiest_experts, cp, out);

@@ -17,16 +17,18 @@ namespace {
 
 /// One MoE all-to-all's sizes from the routing: a dispatch sends token copies from rank i to the
 /// experts on rank j; a combine brings them back (the transpose). DeepEP sends a token once per
-/// remote node and fans it out over NVLink from the relay on the sender's rail there.
+/// remote node and fans it out over NVLink from the relay on the sender's rail there. Each rank
+/// sends `share` of the routed tokens (its sequence slice under SP).
 GroupTraffic moe_traffic(const std::string& label, const std::vector<int>& gpus, const MoeLayerTraffic& routes, bool deepep,
-                     double bytes_per_token, bool combine) {
+                         double token_size_bytes, bool combine, double share) {
+  const double bytes_per_token = token_size_bytes * share;
   const std::size_t n = gpus.size();
   GroupTraffic out;
   out.label = label;
   out.gpus = gpus;
   out.deepep = deepep;
   out.ranks_per_node = routes.ranks_per_node;
-  out.token_bytes = bytes_per_token;
+  out.token_bytes = token_size_bytes;
   auto at = [combine](const std::vector<std::vector<double>>& m, std::size_t i, std::size_t j) {
     return combine ? m[j][i] : m[i][j];
   };
@@ -120,14 +122,17 @@ IterationPlan plan_iteration(const ScenarioSpec& s, const KernelTable* kernels) 
     const MoeLayerTraffic routes = route_moe_layer(s.moe_routing(static_cast<std::int64_t>(tokens)));
     const std::vector<int> ep_gpus = s.ep_group();
     // DeepSeek-V3 dispatches in FP8 when it computes in FP8, and combines in BF16 (section 3.3).
+    // Under sequence parallelism each TP rank sends only its 1/tp slice of the microbatch's tokens,
+    // as Megatron-Core's token dispatcher does (the TP all-gather after it: layer_segments.cpp).
+    const double share = s.sequence_parallel ? 1.0 / t : 1.0;
     const double dispatch_bytes = token_bytes(s.model.hidden, s.eight_bit_gemm_inputs() ? WireFormat::fp8 : WireFormat::bf16);
     const double bf16_bytes = token_bytes(s.model.hidden, WireFormat::bf16);
     MoeTrafficIds ids;
-    ids.dispatch = add(moe_traffic("moe dispatch", ep_gpus, routes, s.moe.deepep, dispatch_bytes, false));
-    ids.combine = add(moe_traffic("moe combine", ep_gpus, routes, s.moe.deepep, bf16_bytes, true));
+    ids.dispatch = add(moe_traffic("moe dispatch", ep_gpus, routes, s.moe.deepep, dispatch_bytes, false, share));
+    ids.combine = add(moe_traffic("moe combine", ep_gpus, routes, s.moe.deepep, bf16_bytes, true, share));
     ids.dispatch_shaped_grad = dispatch_bytes == bf16_bytes
                                    ? ids.dispatch
-                                   : add(moe_traffic("moe combine grad", ep_gpus, routes, s.moe.deepep, bf16_bytes, false));
+                                   : add(moe_traffic("moe combine grad", ep_gpus, routes, s.moe.deepep, bf16_bytes, false, share));
     // The representative GPU computes the mean load and waits for the busiest: every rank's
     // timeline is the busiest's, and the breakdown shows the difference as imbalance.
     // With a capacity factor an expert computes at most its capacity and drops the rest (GShard).
