@@ -108,6 +108,17 @@ TEST_CASE("each recompute module drops its own terms of a layer's activations, i
     CHECK(saved(m, 0, only(RecomputeModule::experts)) == 0);
     CHECK(saved(m, 1, only(RecomputeModule::experts)) == (4 + g) * sb * 2 * 8);
   }
+  SECTION("mlp: a dense layer's FFN input and its activations; MoE layers keep theirs") {
+    CHECK(saved(m, 0, only(RecomputeModule::mlp)) == g * sb * h + (4 + g) * sb * 24);
+    CHECK(saved(m, 1, only(RecomputeModule::mlp)) == 0);
+    // With layernorm the norm's output is gone already: mlp adds only the activations.
+    CHECK(saved(m, 0, RecomputeModules{}.add(RecomputeModule::layernorm).add(RecomputeModule::mlp)) ==
+          saved(m, 0, only(RecomputeModule::layernorm)) + (4 + g) * sb * 24);
+  }
+  SECTION("moe: an MoE layer's shared and routed experts' activations; its normed input stays") {
+    CHECK(saved(m, 0, only(RecomputeModule::moe)) == 0);
+    CHECK(saved(m, 1, only(RecomputeModule::moe)) == (4 + g) * sb * (8 + 2 * 8));
+  }
   SECTION("modules together save the sum of what each saves (their terms are disjoint)") {
     RecomputeModules plan;
     plan.add(RecomputeModule::layernorm).add(RecomputeModule::mla_up_proj).add(RecomputeModule::experts);
@@ -158,6 +169,61 @@ TEST_CASE("a module's recompute time is its own forward ops' time") {
     s.recompute_modules = only(RecomputeModule::layernorm);
     CHECK(recompute_s(dense_layer_segments(s, nullptr)) ==
           Approx(ops_s(s, ops, {"norm1", "norm2", "q_norm", "kv_norm"})).epsilon(1e-12));
+  }
+}
+
+namespace {
+
+/// The TP collectives or all-to-alls (`kind`) of a layer's recompute, by label.
+std::vector<std::string> labels(const LayerSegments& layer, SegmentKind kind) {
+  std::vector<std::string> out;
+  for (const Segment& seg : layer.recompute)
+    if (seg.kind == kind) out.push_back(seg.label);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("mlp and moe repeat whole blocks, their collectives included") {
+  SECTION("llama 3 70b (tp 8, sp): mlp repeats the norm, the SwiGLU FFN and its all-gather and reduce-scatter") {
+    ScenarioSpec s = load_scenario(source_path("scenarios/llama3-70b-h100-1024.yaml"), {"recompute=none"});
+    REQUIRE(s.sequence_parallel);
+    const std::vector<ComputeOp> ops =
+        layer_forward_ops(s.model, s.microbatch, s.layout.tp, s.sequence_parallel, s.attention, s.layout.cp);
+    s.recompute_modules = only(RecomputeModule::mlp);
+    const LayerSegments layer = dense_layer_segments(s, nullptr);
+    CHECK(recompute_s(layer) == Approx(ops_s(s, ops, {"norm2", "ffn_gate", "ffn_up", "swiglu", "ffn_down"})).epsilon(1e-12));
+    CHECK(labels(layer, SegmentKind::tp_comm) == std::vector<std::string>{"mlp all-gather", "mlp output reduce-scatter"});
+    const Bytes tokens_x_hidden = Bytes(s.microbatch) * s.model.seq_len * s.model.hidden;
+    for (const Segment& seg : layer.recompute)
+      if (seg.kind == SegmentKind::tp_comm) CHECK(seg.tp_bytes == 2 * tokens_x_hidden);  // 16-bit, the whole microbatch
+    // With layernorm too the norm runs once.
+    s.recompute_modules.add(RecomputeModule::layernorm);
+    CHECK(recompute_s(dense_layer_segments(s, nullptr)) == Approx(recompute_s(layer) + ops_s(s, ops, {"norm1"})).epsilon(1e-12));
+  }
+  SECTION("deepseek-v3: moe repeats the router, shared and routed experts, and both all-to-alls") {
+    // In BF16, so that the ops are the plain ones (FP8 adds input quantization before each GEMM).
+    ScenarioSpec s = load_scenario(source_path("scenarios/deepseek-v3-h800-2048.yaml"), {"recompute=none", "precision=bf16"});
+    const ExpertRows rows{4096, 4096};
+    const MoeLayerOps ops = moe_layer_forward_ops(s.model, s.microbatch, s.layout.tp, s.sequence_parallel, s.attention,
+                                                  rows.own, s.layout.cp);
+    const MoeTrafficIds traffic{3, 5, 7};
+    s.recompute_modules = only(RecomputeModule::moe);
+    const LayerSegments layer = moe_layer_segments(s, nullptr, traffic, rows);
+    Seconds block_s = ops_s(s, ops.before_dispatch, {"router", "shared_gate", "shared_up", "shared_swiglu", "shared_down"});
+    for (const ComputeOp& op : ops.experts) block_s += op_time(s.gpu, s.precision, op);
+    CHECK(block_s > 0);
+    CHECK(recompute_s(layer) == Approx(block_s).epsilon(1e-12));
+    CHECK(labels(layer, SegmentKind::ep_comm) == std::vector<std::string>{"moe dispatch", "moe combine"});
+    std::vector<int> ids;
+    for (const Segment& seg : layer.recompute)
+      if (seg.kind == SegmentKind::ep_comm) ids.push_back(seg.traffic);
+    CHECK(ids == std::vector<int>{traffic.dispatch, traffic.combine});  // the forward's own all-to-alls
+    // experts and activation add nothing the block does not repeat already.
+    s.recompute_modules.add(RecomputeModule::experts).add(RecomputeModule::moe_act);
+    CHECK(recompute_s(moe_layer_segments(s, nullptr, traffic, rows)) == Approx(block_s).epsilon(1e-12));
+    // A dense layer of the same model is untouched by moe.
+    CHECK(dense_layer_segments(s, nullptr).recompute.empty());
   }
 }
 
@@ -224,13 +290,23 @@ TEST_CASE("bad recompute modules are errors at their line") {
   SECTION("an unknown module") {
     require_error(scenario_with(kLlama, "recompute: selective", "recompute: {modules: [layernorm, swiglu]}"), "recompute:",
                   "recompute.modules[1]",
-                  "expected a module, one of: layernorm, core_attn, mla_up_proj, activation, moe_act, experts; got 'swiglu'");
+                  "expected a module, one of: layernorm, core_attn, mla_up_proj, activation, moe_act, experts, mlp, moe; got 'swiglu'");
   }
   SECTION("a module the model has no part for is rejected, not ignored") {
     require_error(scenario_with(kLlama, "recompute: selective", "recompute: {modules: [mla_up_proj]}"), "recompute:",
                   "recompute.modules[0]", "expected a module llama3-70b");
     require_error(scenario_with(kLlama, "recompute: selective", "recompute: {modules: [core_attn, moe_act]}"), "recompute:",
                   "recompute.modules[1]", "expected a module llama3-70b");
+    require_error(scenario_with(kLlama, "recompute: selective", "recompute: {modules: [moe]}"), "recompute:",
+                  "recompute.modules[0]", "expected a module llama3-70b");
+    // mlp on a model whose every layer is MoE: DeepSeek-V3 without its three dense layers.
+    const std::string model = test::temp_file(test::replaced_all(
+        test::shipped_with("scenarios/models/deepseek-v3.yaml", "dense_layers: 3", "dense_layers: 0"), "ffn_hidden: 18432\n", "",
+        "the model"));
+    const std::string all_moe = test::replaced_all(scenario_with("scenarios/deepseek-v3-h800-2048.yaml", kDeepSeekPlan,
+                                                                 "recompute: {modules: [moe, mlp]}"),
+                                                   source_path("scenarios/models/deepseek-v3.yaml"), model, "the scenario");
+    require_error(all_moe, "recompute:", "recompute.modules[1]", "expected a module deepseek-v3");
   }
   SECTION("a module twice, an empty list, a key other than modules, a word other than the modes") {
     require_error(scenario_with(kLlama, "recompute: selective", "recompute: {modules: [layernorm, layernorm]}"),

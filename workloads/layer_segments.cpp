@@ -3,6 +3,8 @@
 #include "workloads/layer_segments.hpp"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "workloads/fp8_scaling.hpp"
 
@@ -214,18 +216,41 @@ bool recomputes(RecomputeModule module, const ComputeOp& op, bool mla) {
     case RecomputeModule::activation: return activation;
     case RecomputeModule::moe_act: return activation && (n.rfind("shared_", 0) == 0 || n.rfind("expert_", 0) == 0);
     case RecomputeModule::experts: return n.rfind("expert_", 0) == 0;
+    case RecomputeModule::mlp:
+    case RecomputeModule::moe: return false;  // whole blocks, with their collectives (BlockRecompute)
   }
   return false;
+}
+
+/// A whole block that a module recomputes (mlp: a dense layer's MLP; moe: an MoE layer's block),
+/// segments and all, and the ops it covers, which no finer module repeats again.
+struct BlockRecompute {
+  std::vector<Segment> segments;
+  std::size_t from = 0, to = 0;  // the forward ops [from, to) it repeats
+  bool experts = false;          // and the routed experts
+};
+
+/// The ops of a layer's FFN block, from its pre-FFN norm (or, with `after_norm`, what follows it)
+/// up to the residual after it: [from, to) of `ops`.
+std::pair<std::size_t, std::size_t> ffn_block(const std::vector<ComputeOp>& ops, bool after_norm) {
+  std::size_t from = ops.size();
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].name == "norm2") from = after_norm ? i + 1 : i;
+  std::size_t to = from;
+  while (to < ops.size() && ops[to].name.rfind("residual", 0) != 0 && ops[to].name.rfind("dropout_residual", 0) != 0) ++to;
+  return {from, to};
 }
 
 /// Recompute: full repeats the layer's forward segments; selective (= the core_attn module) its
 /// attention core, which under context parallelism needs every rank's K and V again (the ring
 /// turns once more, or the all-gather repeats); modules their own forward ops, in forward order,
-/// before the layer's backward. `experts` are an MoE layer's routed-expert ops (empty for a dense
-/// layer); `busiest_experts` the busiest GPU's, whose extra recompute shows as imbalance.
+/// before the layer's backward, and `block` (mlp, moe) first, since the backward reaches the FFN
+/// block first. `experts` are an MoE layer's routed-expert ops (empty for a dense layer);
+/// `busiest_experts` the busiest GPU's, whose extra recompute shows as imbalance.
 void add_recompute(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<Segment>& forward,
                    const std::vector<ComputeOp>& fwd_ops, const std::vector<ComputeOp>& experts,
-                   const std::vector<ComputeOp>& busiest_experts, const ContextParallelPlan& cp, LayerSegments& out) {
+                   const std::vector<ComputeOp>& busiest_experts, const ContextParallelPlan& cp,
+                   const BlockRecompute& block, LayerSegments& out) {
   if (s.recompute == Recompute::full) {
     out.recompute = forward;
   } else {
@@ -236,9 +261,10 @@ void add_recompute(const ScenarioSpec& s, const KernelTable* kernels, const std:
         if (modules.has(module) && recomputes(module, op, s.model.mla.has_value())) return true;
       return false;
     };
+    out.recompute = block.segments;
     SegmentWriter r(s, kernels, out.recompute, SegmentKind::compute, cp);
     for (std::size_t i = 0; i < fwd_ops.size(); ++i) {
-      if (!chosen(fwd_ops[i])) continue;
+      if (!chosen(fwd_ops[i]) || (i >= block.from && i < block.to)) continue;
       const bool core = modules.has(RecomputeModule::core_attn) && fwd_ops[i].attention_core;
       if (core && core_starts(fwd_ops, i)) r.before_attention(false);
       r.op(fwd_ops[i]);
@@ -246,18 +272,24 @@ void add_recompute(const ScenarioSpec& s, const KernelTable* kernels, const std:
     }
     Seconds own_s = 0, busiest_s = 0;
     for (const ComputeOp& op : experts)
-      if (chosen(op)) {
+      if (chosen(op) && !block.experts) {
         r.op(op);
         own_s += op_time(s.gpu, s.precision, op, kernels);
       }
     for (const ComputeOp& op : busiest_experts)
-      if (chosen(op)) busiest_s += op_time(s.gpu, s.precision, op, kernels);
+      if (chosen(op) && !block.experts) busiest_s += op_time(s.gpu, s.precision, op, kernels);
     r.flush(modules == RecomputeModules{}.add(RecomputeModule::core_attn) ? "attention recompute" : "module recompute");
     if (busiest_s > own_s)
       out.recompute.push_back({SegmentKind::imbalance, "expert recompute imbalance", busiest_s - own_s, Op::all_reduce, 0});
   }
   for (Segment& seg : out.recompute)
     if (seg.kind == SegmentKind::compute) seg.kind = SegmentKind::recompute;
+}
+
+/// Names a block's compute segments for traces.
+void relabel(std::vector<Segment>& segments, const std::string& label) {
+  for (Segment& seg : segments)
+    if (seg.kind == SegmentKind::compute) seg.label = label;
 }
 
 Segment ep_segment(const std::string& label, int traffic) {
@@ -355,7 +387,14 @@ LayerSegments dense_layer_segments(const ScenarioSpec& s, const KernelTable* ker
   SegmentWriter bi(s, kernels, out.backward_input, SegmentKind::compute, cp),
       bw(s, kernels, out.backward_weight, SegmentKind::compute, cp);
   backward_layer(s, kernels, backward_of(s, plain), tp_bytes, bi, bw);
-  add_recompute(s, kernels, out.forward, fwd_ops, {}, {}, cp, out);
+  BlockRecompute mlp;
+  if (s.recompute != Recompute::full && s.recompute_modules.has(RecomputeModule::mlp)) {
+    std::tie(mlp.from, mlp.to) = ffn_block(fwd_ops, false);
+    SegmentWriter r(s, kernels, mlp.segments, SegmentKind::compute, cp);
+    forward_layer(s, {fwd_ops.begin() + static_cast<long>(mlp.from), fwd_ops.begin() + static_cast<long>(mlp.to)}, tp_bytes, r);
+    relabel(mlp.segments, "mlp recompute");
+  }
+  add_recompute(s, kernels, out.forward, fwd_ops, {}, {}, cp, mlp, out);
   out.params_on_gpu = gemm_params(fwd_ops);
   add_gradient_accumulation(s, kernels, out);
   add_zero(s, out);
@@ -387,17 +426,22 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   // routed experts; waiting for the busiest rank; combine; the FFN output's TP reduction; residual.
   const std::vector<ComputeOp> own_before = forward_of(s, own.before_dispatch), own_experts = forward_of(s, own.experts),
                                busiest_experts = forward_of(s, busiest.experts);
+  // From the dispatch to the FFN output's TP reduction, as MoELayer.forward runs it after the router
+  // and shared experts: once in the forward, again under the `moe` recompute module.
+  auto dispatch_to_combine = [&](SegmentWriter& w, std::vector<Segment>& segments) {
+    segments.push_back(ep_segment("moe dispatch", traffic.dispatch));
+    if (slice) w.collective(Op::all_gather, "moe dispatch all-gather", expert_input_bytes);
+    for (const ComputeOp& op : own_experts) w.op(op);
+    w.flush("routed experts");
+    const Seconds wait = ops_time(s, kernels, busiest_experts) - ops_time(s, kernels, own_experts);
+    if (wait > 0) segments.push_back({SegmentKind::imbalance, "expert imbalance", wait, Op::all_reduce, 0});
+    if (slice) w.collective(Op::reduce_scatter, "moe combine reduce-scatter", expert_output_bytes);
+    segments.push_back(ep_segment("moe combine", traffic.combine));
+    if (!sp || shared) w.collective(reduce, "moe output " + reduce_name, tp_bytes);
+  };
   SegmentWriter f(s, kernels, out.forward, SegmentKind::compute, cp);
   forward_layer(s, own_before, tp_bytes, f);
-  out.forward.push_back(ep_segment("moe dispatch", traffic.dispatch));
-  if (slice) f.collective(Op::all_gather, "moe dispatch all-gather", expert_input_bytes);
-  for (const ComputeOp& op : own_experts) f.op(op);
-  f.flush("routed experts");
-  const Seconds wait_fwd = ops_time(s, kernels, busiest_experts) - ops_time(s, kernels, own_experts);
-  if (wait_fwd > 0) out.forward.push_back({SegmentKind::imbalance, "expert imbalance", wait_fwd, Op::all_reduce, 0});
-  if (slice) f.collective(Op::reduce_scatter, "moe combine reduce-scatter", expert_output_bytes);
-  out.forward.push_back(ep_segment("moe combine", traffic.combine));
-  if (!sp || shared) f.collective(reduce, "moe output " + reduce_name, tp_bytes);
+  dispatch_to_combine(f, out.forward);
   for (const ComputeOp& op : own.after_combine) f.op(op);
   f.flush("layer forward");
 
@@ -418,7 +462,16 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   if (slice) bi.collective(Op::reduce_scatter, "moe dispatch grad reduce-scatter", expert_output_bytes);
   out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine));
   backward_layer(s, kernels, backward_of(s, own.before_dispatch), tp_bytes, bi, bw);
-  add_recompute(s, kernels, out.forward, own_before, own_experts, busiest_experts, cp, out);
+  BlockRecompute block;
+  if (s.recompute != Recompute::full && s.recompute_modules.has(RecomputeModule::moe)) {
+    std::tie(block.from, block.to) = ffn_block(own_before, true);  // the router on; the norm is the layer's
+    block.experts = true;
+    SegmentWriter r(s, kernels, block.segments, SegmentKind::compute, cp);
+    forward_layer(s, {own_before.begin() + static_cast<long>(block.from), own_before.end()}, tp_bytes, r);
+    dispatch_to_combine(r, block.segments);
+    relabel(block.segments, "moe recompute");
+  }
+  add_recompute(s, kernels, out.forward, own_before, own_experts, busiest_experts, cp, block, out);
 
   out.params_on_gpu = gemm_params(own.before_dispatch);
   // The experts' GEMMs above are one expert's matrices; this GPU holds routed_experts / ep of them.

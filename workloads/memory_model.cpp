@@ -80,6 +80,16 @@ double stored(const ModelSpec& m, bool moe_layer, const ActivationLayout& layout
   }
   if (r.has(RecomputeModule::activation)) a.ffn_act_outputs = a.expert_act_outputs = 0;
   if (r.has(RecomputeModule::experts) && moe_layer) a.expert_act_inputs = a.expert_act_outputs = 0;
+  if (r.has(RecomputeModule::mlp) && !moe_layer) {
+    // The FFN input is the norm's output, which the MLP's checkpoint no longer holds.
+    if (!r.has(RecomputeModule::layernorm)) {
+      const double g = layout.fp8_gemm_inputs ? kFp8TiledBytesPerElement : 2.0;
+      a.norm_outputs -= g * sbh / (layout.sequence_parallel ? t : 1.0);
+    }
+    a.ffn_act_inputs = a.ffn_act_outputs = 0;
+  }
+  if (r.has(RecomputeModule::moe) && moe_layer)
+    a.ffn_act_inputs = a.ffn_act_outputs = a.expert_act_inputs = a.expert_act_outputs = 0;
   return a.total();
 }
 
@@ -102,7 +112,8 @@ const std::vector<std::pair<std::string, RecomputeModule>>& recompute_module_nam
   static const std::vector<std::pair<std::string, RecomputeModule>> names = {
       {"layernorm", RecomputeModule::layernorm},     {"core_attn", RecomputeModule::core_attn},
       {"mla_up_proj", RecomputeModule::mla_up_proj}, {"activation", RecomputeModule::activation},
-      {"moe_act", RecomputeModule::moe_act},         {"experts", RecomputeModule::experts}};
+      {"moe_act", RecomputeModule::moe_act},         {"experts", RecomputeModule::experts},
+      {"mlp", RecomputeModule::mlp},                 {"moe", RecomputeModule::moe}};
   return names;
 }
 

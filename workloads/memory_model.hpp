@@ -49,7 +49,15 @@ enum class Recompute {
 ///  - experts: the routed experts' whole FFN (gate/up outputs and the down projection's input),
 ///    recomputed from the dispatched tokens, which stay (not counted here, as the dispatch buffers
 ///    are not). Only for MoE models.
-enum class RecomputeModule { layernorm, core_attn, mla_up_proj, activation, moe_act, experts };
+///  - mlp: a dense layer's whole MLP, its pre-MLP norm included (Transformer Engine's fused
+///    LayerNormMLP), recomputed from the norm's stored input with its TP collectives: the FFN
+///    input and activations go. MoE layers are untouched, as in Megatron-Core
+///    (transformer_layer.py: recompute_mlp only where the MLP is not an MoELayer).
+///  - moe: an MoE layer's whole block from its normed input (moe_layer.py: MoELayer.forward under
+///    checkpoint): router, shared experts, dispatch and combine all-to-alls, routed experts, each
+///    repeated before the layer's backward; the shared and routed experts' activations go, the
+///    normed input stays as the checkpoint's. Only for MoE models.
+enum class RecomputeModule { layernorm, core_attn, mla_up_proj, activation, moe_act, experts, mlp, moe };
 
 struct RecomputeModules {
   unsigned bits = 0;

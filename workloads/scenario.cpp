@@ -301,7 +301,8 @@ void read_moe(const YamlField& root, const YamlField& parallel, ScenarioSpec& s)
 
 /// `recompute:` none, selective or full, or `{modules: [...]}` naming what to recompute by module
 /// (memory_model.hpp's RecomputeModule, Megatron-Core's spelling). A module the model has no part
-/// for (mla_up_proj without MLA, moe_act or experts without MoE layers) is an error rather than
+/// for (mla_up_proj without MLA, moe_act, experts or moe without MoE layers, mlp without dense
+/// layers) is an error rather than
 /// silently nothing: the user expects it to save memory.
 void read_recompute(const YamlField& f, ScenarioSpec& s) {
   if (!f.is_map()) {
@@ -328,8 +329,11 @@ void read_recompute(const YamlField& f, ScenarioSpec& s) {
     if (s.recompute_modules.has(it->second)) item.fail("expected each module once; '" + text + "' is listed twice");
     if (it->second == RecomputeModule::mla_up_proj && !s.model.mla)
       item.fail("expected a module " + model + " has: mla_up_proj needs multi-head latent attention");
-    if ((it->second == RecomputeModule::moe_act || it->second == RecomputeModule::experts) && !s.model.moe)
-      item.fail("expected a module " + model + " has: " + text + " needs MoE layers");
+    const bool moe_module = it->second == RecomputeModule::moe_act || it->second == RecomputeModule::experts ||
+                            it->second == RecomputeModule::moe;
+    if (moe_module && !s.model.moe) item.fail("expected a module " + model + " has: " + text + " needs MoE layers");
+    if (it->second == RecomputeModule::mlp && s.model.moe_layer_count() == s.model.layers)
+      item.fail("expected a module " + model + " has: mlp recomputes dense layers' MLPs and every layer is MoE (moe recomputes those)");
     s.recompute_modules.add(it->second);
   }
 }
