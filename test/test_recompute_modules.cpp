@@ -119,6 +119,12 @@ TEST_CASE("each recompute module drops its own terms of a layer's activations, i
     CHECK(saved(m, 0, only(RecomputeModule::moe)) == 0);
     CHECK(saved(m, 1, only(RecomputeModule::moe)) == (4 + g) * sb * (8 + 2 * 8));
   }
+  SECTION("shared_experts: the shared expert's activations alone; moe covers them") {
+    CHECK(saved(m, 0, only(RecomputeModule::shared_experts)) == 0);
+    CHECK(saved(m, 1, only(RecomputeModule::shared_experts)) == (4 + g) * sb * 8);
+    CHECK(saved(m, 1, RecomputeModules{}.add(RecomputeModule::moe).add(RecomputeModule::shared_experts)) ==
+          saved(m, 1, only(RecomputeModule::moe)));
+  }
   SECTION("modules together save the sum of what each saves (their terms are disjoint)") {
     RecomputeModules plan;
     plan.add(RecomputeModule::layernorm).add(RecomputeModule::mla_up_proj).add(RecomputeModule::experts);
@@ -225,6 +231,25 @@ TEST_CASE("mlp and moe repeat whole blocks, their collectives included") {
     // A dense layer of the same model is untouched by moe.
     CHECK(dense_layer_segments(s, nullptr).recompute.empty());
   }
+  SECTION("deepseek-v3 at tp 2 with sp: shared_experts repeats the shared expert, its all-gather and its reduce-scatter") {
+    ScenarioSpec s = load_scenario(source_path("scenarios/deepseek-v3-h800-2048.yaml"),
+                                   {"recompute=none", "precision=bf16", "parallel.tp=2", "parallel.dp=64",
+                                    "parallel.sequence_parallel=true"});
+    const ExpertRows rows{4096, 4096};
+    const MoeLayerOps ops = moe_layer_forward_ops(s.model, s.microbatch, s.layout.tp, s.sequence_parallel, s.attention,
+                                                  rows.own, s.layout.cp);
+    s.recompute_modules = only(RecomputeModule::shared_experts);
+    const LayerSegments layer = moe_layer_segments(s, nullptr, {3, 5, 7}, rows);
+    CHECK(recompute_s(layer) ==
+          Approx(ops_s(s, ops.before_dispatch, {"shared_gate", "shared_up", "shared_swiglu", "shared_down"})).epsilon(1e-12));
+    CHECK(labels(layer, SegmentKind::tp_comm) == std::vector<std::string>{"mlp all-gather", "shared experts output reduce-scatter"});
+    CHECK(labels(layer, SegmentKind::ep_comm).empty());
+    // Under moe the whole block runs once, the shared experts in it.
+    s.recompute_modules.add(RecomputeModule::moe);
+    const LayerSegments both = moe_layer_segments(s, nullptr, {3, 5, 7}, rows);
+    CHECK(labels(both, SegmentKind::ep_comm) == std::vector<std::string>{"moe dispatch", "moe combine"});
+    CHECK(recompute_s(both) > recompute_s(layer));
+  }
 }
 
 TEST_CASE("deepseek-v3 on 2048 h800s fits 80 GB with its recompute plan and not with selective recompute") {
@@ -290,7 +315,8 @@ TEST_CASE("bad recompute modules are errors at their line") {
   SECTION("an unknown module") {
     require_error(scenario_with(kLlama, "recompute: selective", "recompute: {modules: [layernorm, swiglu]}"), "recompute:",
                   "recompute.modules[1]",
-                  "expected a module, one of: layernorm, core_attn, mla_up_proj, activation, moe_act, experts, mlp, moe; got 'swiglu'");
+                  "expected a module, one of: layernorm, core_attn, mla_up_proj, activation, moe_act, experts, mlp, moe, "
+                  "shared_experts; got 'swiglu'");
   }
   SECTION("a module the model has no part for is rejected, not ignored") {
     require_error(scenario_with(kLlama, "recompute: selective", "recompute: {modules: [mla_up_proj]}"), "recompute:",
@@ -307,6 +333,12 @@ TEST_CASE("bad recompute modules are errors at their line") {
                                                                  "recompute: {modules: [moe, mlp]}"),
                                                    source_path("scenarios/models/deepseek-v3.yaml"), model, "the scenario");
     require_error(all_moe, "recompute:", "recompute.modules[1]", "expected a module deepseek-v3");
+    // shared_experts on a model without shared experts: DeepSeek-V3 with none.
+    const std::string unshared = test::temp_file(test::shipped_with("scenarios/models/deepseek-v3.yaml", "shared_experts: 1", "shared_experts: 0"));
+    require_error(test::replaced_all(scenario_with("scenarios/deepseek-v3-h800-2048.yaml", kDeepSeekPlan,
+                                                   "recompute: {modules: [shared_experts]}"),
+                                     source_path("scenarios/models/deepseek-v3.yaml"), unshared, "the scenario"),
+                  "recompute:", "recompute.modules[0]", "expected a module deepseek-v3");
   }
   SECTION("a module twice, an empty list, a key other than modules, a word other than the modes") {
     require_error(scenario_with(kLlama, "recompute: selective", "recompute: {modules: [layernorm, layernorm]}"),

@@ -158,7 +158,7 @@ void backward_layer(const ScenarioSpec& s, const KernelTable* kernels, const std
     if (core_starts(bwd, i)) input.before_attention(true);
     if (sp && op.name == "ffn_down.dgrad") input.collective(Op::all_gather, "mlp grad all-gather", tp_bytes);
     if (sp && op.name == "attn_out.dgrad") input.collective(Op::all_gather, "attention grad all-gather", tp_bytes);
-    if (sp && op.kind == ComputeKind::gemm && reads_gathered_ffn_input(gemm) && !ffn_in_started) {
+    if (sp && op.kind == ComputeKind::gemm && ffn_input(gemm) && !ffn_in_started) {
       input.collective(Op::all_gather, "mlp input re-gather", gather_bytes, overlap(ffn_input, OpPass::backward_input));
       ffn_in_started = true;
     }
@@ -217,7 +217,8 @@ bool recomputes(RecomputeModule module, const ComputeOp& op, bool mla) {
     case RecomputeModule::moe_act: return activation && (n.rfind("shared_", 0) == 0 || n.rfind("expert_", 0) == 0);
     case RecomputeModule::experts: return n.rfind("expert_", 0) == 0;
     case RecomputeModule::mlp:
-    case RecomputeModule::moe: return false;  // whole blocks, with their collectives (BlockRecompute)
+    case RecomputeModule::moe:
+    case RecomputeModule::shared_experts: return false;  // whole blocks, with their collectives (BlockRecompute)
   }
   return false;
 }
@@ -462,14 +463,22 @@ LayerSegments moe_layer_segments(const ScenarioSpec& s, const KernelTable* kerne
   if (slice) bi.collective(Op::reduce_scatter, "moe dispatch grad reduce-scatter", expert_output_bytes);
   out.backward_input.push_back(ep_segment("moe dispatch grad", traffic.combine));
   backward_layer(s, kernels, backward_of(s, own.before_dispatch), tp_bytes, bi, bw);
+  // moe repeats the block from the router on (the norm is the layer's); shared_experts only the
+  // shared experts, whose output it reduces over TP again.
   BlockRecompute block;
-  if (s.recompute != Recompute::full && s.recompute_modules.has(RecomputeModule::moe)) {
-    std::tie(block.from, block.to) = ffn_block(own_before, true);  // the router on; the norm is the layer's
-    block.experts = true;
+  const bool whole = s.recompute_modules.has(RecomputeModule::moe),
+             shared_only = !whole && shared && s.recompute_modules.has(RecomputeModule::shared_experts);
+  if (s.recompute != Recompute::full && (whole || shared_only)) {
+    std::tie(block.from, block.to) = ffn_block(own_before, true);
+    if (shared_only)
+      while (block.from < block.to && own_before[block.from].name.rfind("shared_", 0) != 0) ++block.from;
+    block.experts = whole;
     SegmentWriter r(s, kernels, block.segments, SegmentKind::compute, cp);
-    forward_layer(s, {own_before.begin() + static_cast<long>(block.from), own_before.end()}, tp_bytes, r);
-    dispatch_to_combine(r, block.segments);
-    relabel(block.segments, "moe recompute");
+    forward_layer(s, {own_before.begin() + static_cast<long>(block.from), own_before.begin() + static_cast<long>(block.to)},
+                  tp_bytes, r);
+    if (whole) dispatch_to_combine(r, block.segments);
+    else r.collective(reduce, "shared experts output " + reduce_name, tp_bytes);
+    relabel(block.segments, whole ? "moe recompute" : "shared experts recompute");
   }
   add_recompute(s, kernels, out.forward, own_before, own_experts, busiest_experts, cp, block, out);
 

@@ -90,6 +90,7 @@ double stored(const ModelSpec& m, bool moe_layer, const ActivationLayout& layout
   }
   if (r.has(RecomputeModule::moe) && moe_layer)
     a.ffn_act_inputs = a.ffn_act_outputs = a.expert_act_inputs = a.expert_act_outputs = 0;
+  if (r.has(RecomputeModule::shared_experts) && moe_layer) a.ffn_act_inputs = a.ffn_act_outputs = 0;
   return a.total();
 }
 
@@ -113,7 +114,8 @@ const std::vector<std::pair<std::string, RecomputeModule>>& recompute_module_nam
       {"layernorm", RecomputeModule::layernorm},     {"core_attn", RecomputeModule::core_attn},
       {"mla_up_proj", RecomputeModule::mla_up_proj}, {"activation", RecomputeModule::activation},
       {"moe_act", RecomputeModule::moe_act},         {"experts", RecomputeModule::experts},
-      {"mlp", RecomputeModule::mlp},                 {"moe", RecomputeModule::moe}};
+      {"mlp", RecomputeModule::mlp},                 {"moe", RecomputeModule::moe},
+      {"shared_experts", RecomputeModule::shared_experts}};
   return names;
 }
 

@@ -57,7 +57,10 @@ enum class Recompute {
 ///    checkpoint): router, shared experts, dispatch and combine all-to-alls, routed experts, each
 ///    repeated before the layer's backward; the shared and routed experts' activations go, the
 ///    normed input stays as the checkpoint's. Only for MoE models.
-enum class RecomputeModule { layernorm, core_attn, mla_up_proj, activation, moe_act, experts, mlp, moe };
+///  - shared_experts: an MoE layer's shared experts alone, with their TP all-gather and reduction
+///    (moe_layer.py: shared_experts_recompute); their activations go. Under `moe` it adds nothing.
+///    Only for models with shared experts.
+enum class RecomputeModule { layernorm, core_attn, mla_up_proj, activation, moe_act, experts, mlp, moe, shared_experts };
 
 struct RecomputeModules {
   unsigned bits = 0;

@@ -301,8 +301,8 @@ void read_moe(const YamlField& root, const YamlField& parallel, ScenarioSpec& s)
 
 /// `recompute:` none, selective or full, or `{modules: [...]}` naming what to recompute by module
 /// (memory_model.hpp's RecomputeModule, Megatron-Core's spelling). A module the model has no part
-/// for (mla_up_proj without MLA, moe_act, experts or moe without MoE layers, mlp without dense
-/// layers) is an error rather than
+/// for (mla_up_proj without MLA, moe_act, experts or moe without MoE layers, shared_experts
+/// without shared experts, mlp without dense layers) is an error rather than
 /// silently nothing: the user expects it to save memory.
 void read_recompute(const YamlField& f, ScenarioSpec& s) {
   if (!f.is_map()) {
@@ -330,8 +330,10 @@ void read_recompute(const YamlField& f, ScenarioSpec& s) {
     if (it->second == RecomputeModule::mla_up_proj && !s.model.mla)
       item.fail("expected a module " + model + " has: mla_up_proj needs multi-head latent attention");
     const bool moe_module = it->second == RecomputeModule::moe_act || it->second == RecomputeModule::experts ||
-                            it->second == RecomputeModule::moe;
+                            it->second == RecomputeModule::moe || it->second == RecomputeModule::shared_experts;
     if (moe_module && !s.model.moe) item.fail("expected a module " + model + " has: " + text + " needs MoE layers");
+    if (it->second == RecomputeModule::shared_experts && s.model.moe && s.model.moe->shared_experts == 0)
+      item.fail("expected a module " + model + " has: shared_experts needs shared experts (moe.shared_experts is 0)");
     if (it->second == RecomputeModule::mlp && s.model.moe_layer_count() == s.model.layers)
       item.fail("expected a module " + model + " has: mlp recomputes dense layers' MLPs and every layer is MoE (moe recomputes those)");
     s.recompute_modules.add(it->second);
