@@ -223,8 +223,9 @@ bool recomputes(RecomputeModule module, const ComputeOp& op, bool mla) {
   return false;
 }
 
-/// A whole block that a module recomputes (mlp: a dense layer's MLP; moe: an MoE layer's block),
-/// segments and all, and the ops it covers, which no finer module repeats again.
+/// A whole block that a module recomputes (mlp: a dense layer's MLP; moe: an MoE layer's block;
+/// shared_experts: its shared experts), segments and all, and the ops it covers, which no finer
+/// module repeats again.
 struct BlockRecompute {
   std::vector<Segment> segments;
   std::size_t from = 0, to = 0;  // the forward ops [from, to) it repeats
@@ -245,8 +246,8 @@ std::pair<std::size_t, std::size_t> ffn_block(const std::vector<ComputeOp>& ops,
 /// Recompute: full repeats the layer's forward segments; selective (= the core_attn module) its
 /// attention core, which under context parallelism needs every rank's K and V again (the ring
 /// turns once more, or the all-gather repeats); modules their own forward ops, in forward order,
-/// before the layer's backward, and `block` (mlp, moe) first, since the backward reaches the FFN
-/// block first. `experts` are an MoE layer's routed-expert ops (empty for a dense layer);
+/// before the layer's backward, and `block` (mlp, moe, shared_experts) first, since the backward
+/// reaches the FFN block first. `experts` are an MoE layer's routed-expert ops (empty for a dense layer);
 /// `busiest_experts` the busiest GPU's, whose extra recompute shows as imbalance.
 void add_recompute(const ScenarioSpec& s, const KernelTable* kernels, const std::vector<Segment>& forward,
                    const std::vector<ComputeOp>& fwd_ops, const std::vector<ComputeOp>& experts,
