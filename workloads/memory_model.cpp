@@ -14,6 +14,15 @@ namespace {
 /// layout reads as out of memory and a stage's sum of five parts cannot wrap around.
 Bytes to_bytes(double bytes) { return bytes >= 0x1p58 ? Bytes{1} << 58 : static_cast<Bytes>(std::llround(bytes)); }
 
+/// Bytes of a GEMM input: 2, or when FP8 training keeps it in FP8 1 B and a 4-B scale per 1 x 128
+/// tile (DeepSeek-V3 section 3.3.2, fp8_scaling.hpp).
+double gemm_input_bytes(const ActivationLayout& layout) { return layout.fp8_gemm_inputs ? kFp8TiledBytesPerElement : 2.0; }
+
+/// What sequence parallelism splits the whole-sequence tensors by: t, else 1.
+double sequence_split(const ActivationLayout& layout) {
+  return layout.sequence_parallel ? double(layout.tensor_parallel) : 1.0;
+}
+
 /// One layer's terms, one microbatch, one rank, nothing recomputed (memory_model.hpp).
 LayerActivations terms(const ModelSpec& m, bool moe_layer, const ActivationLayout& layout) {
   assert(layout.microbatch > 0 && layout.tensor_parallel > 0 && "a layout has positive sizes");
@@ -21,10 +30,8 @@ LayerActivations terms(const ModelSpec& m, bool moe_layer, const ActivationLayou
   const double t = layout.tensor_parallel;
   const double sb = double(m.seq_len) * layout.microbatch;
   const double sbh = sb * m.hidden;
-  const double ws = layout.sequence_parallel ? t : 1.0;  // what sequence parallelism splits
-  // Bytes of a GEMM input: 2, or when FP8 training keeps it in FP8 1 B and a 4-B scale per 1 x 128
-  // tile (DeepSeek-V3 section 3.3.2, fp8_scaling.hpp).
-  const double g = layout.fp8_gemm_inputs ? kFp8TiledBytesPerElement : 2.0;
+  const double ws = sequence_split(layout);
+  const double g = gemm_input_bytes(layout);
   const double heads_t = m.heads / t;
   LayerActivations a;
   a.norm_inputs = 4 * sbh / ws;
@@ -59,9 +66,8 @@ LayerActivations terms(const ModelSpec& m, bool moe_layer, const ActivationLayou
 /// What the layer keeps: full stores its input alone; otherwise every term but those recomputed.
 double stored(const ModelSpec& m, bool moe_layer, const ActivationLayout& layout, Recompute mode,
               RecomputeModules r) {
-  const double t = layout.tensor_parallel;
   const double sbh = double(m.seq_len) * layout.microbatch * m.hidden;
-  if (mode == Recompute::full) return 2 * sbh / (layout.sequence_parallel ? t : 1.0);
+  if (mode == Recompute::full) return 2 * sbh / sequence_split(layout);
   LayerActivations a = terms(m, moe_layer, layout);
   if (mode == Recompute::none && r.empty()) return a.total();
   if (mode == Recompute::selective) r.add(RecomputeModule::core_attn);
@@ -82,10 +88,7 @@ double stored(const ModelSpec& m, bool moe_layer, const ActivationLayout& layout
   if (r.has(RecomputeModule::experts) && moe_layer) a.expert_act_inputs = a.expert_act_outputs = 0;
   if (r.has(RecomputeModule::mlp) && !moe_layer) {
     // The FFN input is the norm's output, which the MLP's checkpoint no longer holds.
-    if (!r.has(RecomputeModule::layernorm)) {
-      const double g = layout.fp8_gemm_inputs ? kFp8TiledBytesPerElement : 2.0;
-      a.norm_outputs -= g * sbh / (layout.sequence_parallel ? t : 1.0);
-    }
+    if (!r.has(RecomputeModule::layernorm)) a.norm_outputs -= gemm_input_bytes(layout) * sbh / sequence_split(layout);
     a.ffn_act_inputs = a.ffn_act_outputs = 0;
   }
   if (r.has(RecomputeModule::moe) && moe_layer)
@@ -162,7 +165,7 @@ StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, con
   const double t = layout.tensor_parallel;
   const double sb = double(m.seq_len) * layout.microbatch;
   const double sbh = sb * m.hidden;
-  const double whole_split = layout.sequence_parallel ? t : 1.0;
+  const double whole_split = sequence_split(layout);
 
   const bool moe_model = m.moe.has_value();
   double per_microbatch = (stage.layers - stage.moe_layers) * stored(m, false, layout, layout.recompute, layout.recompute_modules) +
@@ -176,7 +179,7 @@ StageMemory stage_memory(const ModelSpec& m, const ActivationLayout& layout, con
   const double head = 4 * sbh / whole_split + 4 * sb * m.vocab / t;
   if (stage.last_stage) activations += head * held(stage.head_in_flight_microbatches);
   if (stage.last_stage && stage.mtp_modules > 0) {
-    const double g = layout.fp8_gemm_inputs ? kFp8TiledBytesPerElement : 2.0;
+    const double g = gemm_input_bytes(layout);
     const double module = stored(m, m.is_moe_layer(m.layers - 1), layout, layout.recompute, layout.recompute_modules) +
                           (4 + 2 * g) * sbh / whole_split + head;
     activations += stage.mtp_modules * module * held(stage.head_in_flight_microbatches);
