@@ -301,6 +301,74 @@ TEST_CASE("a long flow's links split off and merge back as short flows come and 
   CHECK(fluid.run(g) == t);
 }
 
+// A data-parallel ring's channel is one flow over every NIC of its group, and pipeline transfers
+// come and go on those NICs all iteration long. Under equal sharing each NIC with one transfer
+// holds the ring at half its bandwidth: where the transfer on the ring's bottleneck ends, another
+// holds it as tightly, and nothing needs re-solving. The solver's work is counted here because it
+// is what a whole-cluster replay at dp 484 spent its minutes on (simulator/README.md).
+TEST_CASE("a transfer ending on a ring's bottleneck, where another link holds the ring as tightly, re-solves nothing") {
+  constexpr int kLinks = 16;
+  FluidSolver fluid(std::vector<double>(kLinks, 1e9), /*equal_shares=*/true);
+  FlowGraph g;
+  Flow ring;
+  for (int l = 0; l < kLinks; ++l) ring.links.push_back(l);
+  ring.size_bytes = 100'000'000;
+  g.add(ring);
+  // One transfer a link. The solver breaks ties between equally tight links by the order it made
+  // their bundles (link 15's last, in the ring's own; then links 0, 1, ...): the transfers end in
+  // that order, so each in turn is on the ring's bottleneck when it ends.
+  for (int l = 0; l < kLinks; ++l) {
+    Flow t;
+    t.links = {l};
+    t.size_bytes = l == kLinks - 1 ? 1'000'000 : (l + 2) * 1'000'000LL;
+    g.add(t);
+  }
+  const std::vector<Seconds> t = fluid.run(g);
+  // Every link halves between the ring and its transfer (0.5 GB/s each) while a transfer runs:
+  // link 15's ends at 2 ms, link l's at 2 (l + 2) ms, the last at 32 ms; the ring, 16 MB sent by
+  // then, takes the other 84 MB alone at 1 GB/s.
+  CHECK(t[kLinks] == Approx(2e-3).epsilon(1e-12));
+  for (int l = 0; l + 1 < kLinks; ++l) CHECK(t[static_cast<std::size_t>(l) + 1] == Approx(2e-3 * (l + 2)).epsilon(1e-12));
+  CHECK(t[0] == Approx(116e-3).epsilon(1e-12));
+  // One solve for the start and one for the ring rising at the end; each transfer's end in
+  // between finds the ring held at the next link. Re-solving the ring at each would be 16.
+  INFO(fluid.solves() << " solves");
+  CHECK(fluid.solves() <= 3);
+}
+
+// When the ring does rise, every transfer beside it on a full link must yield, not only the one at
+// the link that held it: all are solved with it at once, not one link per step.
+TEST_CASE("a rising ring takes its share from every transfer beside it in one step") {
+  constexpr int kLinks = 16;
+  FluidSolver fluid(std::vector<double>(kLinks, 1e9), /*equal_shares=*/true);
+  FlowGraph g;
+  Flow ring;
+  for (int l = 0; l < kLinks; ++l) ring.links.push_back(l);
+  ring.size_bytes = 100'000'000;
+  g.add(ring);
+  for (int l = 0; l < kLinks; ++l) {
+    Flow t;
+    t.links = {l};
+    t.size_bytes = 50'000'000;
+    g.add(t);
+  }
+  Flow extra;  // a third flow on link 0, which holds the ring at a third until it ends
+  extra.links = {0};
+  extra.size_bytes = 1'000'000;
+  const FlowId x = g.add(extra);
+  const std::vector<Seconds> t = fluid.run(g);
+  // [0, 3) ms: link 0 splits three ways (1/3 GB/s each), the ring runs at that everywhere, and
+  // the other transfers take the 2/3 GB/s it leaves. Then the ring and every transfer halve every
+  // link: transfer 0 (1 MB sent) ends 98 ms later, the others (2 MB sent) 96 ms later; the ring,
+  // 50 MB sent at 101 ms, takes the other 50 MB alone.
+  CHECK(t[static_cast<std::size_t>(x)] == Approx(3e-3).epsilon(1e-12));
+  CHECK(t[1] == Approx(101e-3).epsilon(1e-12));
+  for (int l = 1; l < kLinks; ++l) CHECK(t[static_cast<std::size_t>(l) + 1] == Approx(99e-3).epsilon(1e-12));
+  CHECK(t[0] == Approx(151e-3).epsilon(1e-12));
+  INFO(fluid.solves() << " solves");
+  CHECK(fluid.solves() <= 6);
+}
+
 TEST_CASE("a flow's rate bound holds it below its links' share, and what it leaves goes to the flows beside it") {
   // One link of 1 GB/s under equal sharing. a: 1 MB bounded at 200 MB/s; b: 1 MB unbounded;
   // c: two copies of 0.5 MB, each bounded at 100 MB/s, on a link of its own. No latencies.
