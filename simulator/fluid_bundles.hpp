@@ -46,7 +46,8 @@ struct OnBundle {
 /// constraint: at dp 64 a region held 143 distinct bundles where it visited 7,708 links.
 struct Bundle {
   // What a solve reads and writes, first.
-  std::uint64_t seen = 0;  // the mark of the last pass that visited it
+  std::uint64_t seen = 0;    // the mark of the last pass that visited it
+  std::uint64_t solved = 0;  // the mark of the last solve whose region crossed it (`left` is of it)
   double cap = 0;          // bytes/s of its narrowest link
   double left = 0;         // of a solve: what the unfixed flows may still take
   double usage = 0;        // of a solve: the unfixed flows' weights, times their listings

@@ -451,6 +451,12 @@ class Run {
 
   static double level(const Moving& mv, bool in_region) { return (in_region ? mv.new_rate_Bps : mv.rate_Bps) / mv.weight; }
 
+  /// What a bundle's links could still carry at the rates of the moment: those the last solve gave
+  /// its region where that region (`region`, 0 before any) crossed the bundle, else those set.
+  double spare_Bps(const Bundle& bundle, std::uint64_t region) const {
+    return region != 0 && bundle.solved == solved_ ? bundle.left : bundle.cap - bundle.load;
+  }
+
   /// Whether a flow outside the region still has a bottleneck at the rates of the moment (the
   /// region's new ones where `region` is being solved, 0 before): a full bundle of its own on which
   /// no flow stands higher. If it has, that bundle becomes its bottleneck and it stays out of the
@@ -468,14 +474,12 @@ class Run {
     const double own = level(mv, false);
     auto holds = [&](int b) {
       const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
-      double load = 0;
+      if (spare_Bps(bundle, region) > bundle.cap * kSlack) return false;  // most of a ring's are not full
       for (const OnBundle& o : bundle.on) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
-        const bool in = region != 0 && g.region == region;
-        if (level(g, in) > own * (1 + kSlack)) return false;
-        load += g.entries[static_cast<std::size_t>(o.position)].coefficient * (in ? g.new_rate_Bps : g.rate_Bps);
+        if (level(g, region != 0 && g.region == region) > own * (1 + kSlack)) return false;
       }
-      return load >= bundle.cap * (1 - kSlack);
+      return true;
     };
     for (const Entry& e : mv.entries) {
       if (!holds(e.bundle)) continue;
@@ -496,6 +500,7 @@ class Run {
   void solve_region(std::uint64_t region) {
     using Key = std::pair<double, int>;
     const std::uint64_t here = ++mark_;
+    solved_ = here;
     region_bundles_.clear();
     for (int m : region_) {
       Moving& mv = movers_[static_cast<std::size_t>(m)];
@@ -504,6 +509,7 @@ class Run {
         Bundle& bundle = bundles_[static_cast<std::size_t>(e.bundle)];
         if (bundle.seen != here) {
           bundle.seen = here;
+          bundle.solved = here;
           region_bundles_.push_back(e.bundle);
           bundle.usage = 0;
           bundle.unfixed = 0;
@@ -596,18 +602,16 @@ class Run {
     // at each of eight steps (MLPerf GPT-3 at dp 240).
     for (int b : region_bundles_) {
       const Bundle& bundle = bundles_[static_cast<std::size_t>(b)];
-      if (bundle.seen == lowest) continue;  // a bottleneck: scanned above
-      double load = 0, floor = std::numeric_limits<double>::infinity(), outside_top = 0;
+      if (bundle.seen == lowest || bundle.left > bundle.cap * kSlack) continue;  // a bottleneck (above), or not full
+      double floor = std::numeric_limits<double>::infinity(), outside_top = 0;
       for (const OnBundle& o : bundle.on) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
-        const bool in = g.region == region;
-        load += g.entries[static_cast<std::size_t>(o.position)].coefficient * (in ? g.new_rate_Bps : g.rate_Bps);
-        if (in)
+        if (g.region == region)
           floor = std::min(floor, level(g, true));
         else
           outside_top = std::max(outside_top, level(g, false));
       }
-      if (outside_top <= floor * (1 + kSlack) || load < bundle.cap * (1 - kSlack)) continue;
+      if (outside_top <= floor * (1 + kSlack)) continue;
       for (const OnBundle& o : bundle.on) {
         const Moving& g = movers_[static_cast<std::size_t>(o.moving)];
         if (g.region != region && level(g, false) > floor * (1 + kSlack)) pulled_.push_back(o.moving);
@@ -667,6 +671,7 @@ class Run {
   std::vector<int> dirty_, region_bundles_, risen_, bottlenecks_;
   std::vector<std::pair<double, int>> heap_;
   std::vector<int> region_, pulled_, started_;
+  std::uint64_t solved_ = 0;  // the last solve's mark (Bundle::solved)
 };
 
 }  // namespace
