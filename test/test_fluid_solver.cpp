@@ -306,23 +306,37 @@ TEST_CASE("a long flow's links split off and merge back as short flows come and 
 // holds the ring at half its bandwidth: where the transfer on the ring's bottleneck ends, another
 // holds it as tightly, and nothing needs re-solving. The solver's work is counted here because it
 // is what a whole-cluster replay at dp 484 spent its minutes on (simulator/README.md).
-TEST_CASE("a transfer ending on a ring's bottleneck, where another link holds the ring as tightly, re-solves nothing") {
-  constexpr int kLinks = 16;
-  FluidSolver fluid(std::vector<double>(kLinks, 1e9), /*equal_shares=*/true);
+namespace {
+
+constexpr int kRingLinks = 16;
+
+/// Flow 0: a 100 MB ring over links 0 to 15 (1 GB/s each, under equal sharing); flow l + 1: a
+/// transfer of transfer_bytes(l) on link l alone.
+template <typename BytesOf>
+FlowGraph ring_beside_transfers(BytesOf transfer_bytes) {
   FlowGraph g;
   Flow ring;
-  for (int l = 0; l < kLinks; ++l) ring.links.push_back(l);
+  for (int l = 0; l < kRingLinks; ++l) ring.links.push_back(l);
   ring.size_bytes = 100'000'000;
   g.add(ring);
-  // One transfer a link. The solver breaks ties between equally tight links by the order it made
-  // their bundles (link 15's last, in the ring's own; then links 0, 1, ...): the transfers end in
-  // that order, so each in turn is on the ring's bottleneck when it ends.
-  for (int l = 0; l < kLinks; ++l) {
+  for (int l = 0; l < kRingLinks; ++l) {
     Flow t;
     t.links = {l};
-    t.size_bytes = l == kLinks - 1 ? 1'000'000 : (l + 2) * 1'000'000LL;
+    t.size_bytes = transfer_bytes(l);
     g.add(t);
   }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("a transfer ending on a ring's bottleneck, where another link holds the ring as tightly, re-solves nothing") {
+  constexpr int kLinks = kRingLinks;
+  FluidSolver fluid(std::vector<double>(kLinks, 1e9), /*equal_shares=*/true);
+  // The solver breaks ties between equally tight links by the order it made their bundles (link
+  // 15's last, in the ring's own; then links 0, 1, ...): the transfers end in that order, so each
+  // in turn is on the ring's bottleneck when it ends.
+  const FlowGraph g = ring_beside_transfers([](int l) { return l == kLinks - 1 ? 1'000'000LL : (l + 2) * 1'000'000LL; });
   const std::vector<Seconds> t = fluid.run(g);
   // Every link halves between the ring and its transfer (0.5 GB/s each) while a transfer runs:
   // link 15's ends at 2 ms, link l's at 2 (l + 2) ms, the last at 32 ms; the ring, 16 MB sent by
@@ -339,19 +353,9 @@ TEST_CASE("a transfer ending on a ring's bottleneck, where another link holds th
 // When the ring does rise, every transfer beside it on a full link must yield, not only the one at
 // the link that held it: all are solved with it at once, not one link per step.
 TEST_CASE("a rising ring takes its share from every transfer beside it in one step") {
-  constexpr int kLinks = 16;
+  constexpr int kLinks = kRingLinks;
   FluidSolver fluid(std::vector<double>(kLinks, 1e9), /*equal_shares=*/true);
-  FlowGraph g;
-  Flow ring;
-  for (int l = 0; l < kLinks; ++l) ring.links.push_back(l);
-  ring.size_bytes = 100'000'000;
-  g.add(ring);
-  for (int l = 0; l < kLinks; ++l) {
-    Flow t;
-    t.links = {l};
-    t.size_bytes = 50'000'000;
-    g.add(t);
-  }
+  FlowGraph g = ring_beside_transfers([](int) { return 50'000'000LL; });
   Flow extra;  // a third flow on link 0, which holds the ring at a third until it ends
   extra.links = {0};
   extra.size_bytes = 1'000'000;
