@@ -203,18 +203,28 @@ TEST_CASE("run and compare replay every GPU by default: exact, the same time as 
   CHECK(nlohmann::json::parse(compared.stdout_text)["config"]["fold"] == "exact");
 }
 
-TEST_CASE("above 4,096 GPUs run and compare fold by assumption unless asked, and say so") {
-  const std::string big = test::source_path("scenarios/validation/mlperf-gpt3-h100/mlperf3.1-nvidia-h100-6144.yaml");
-  CHECK(test::cli_json("run " + big)["config"]["fold"] == "assume");
+TEST_CASE("run and compare replay every GPU by default at any size: no size above which they assume") {
+  // Until 2026-12-07 jobs above 4,096 GPUs fell back to --fold assume unless asked; 4,224 GPUs (16
+  // stages of 8, 33 replicas, one microbatch each) keeps the check to a second.
+  const std::string big = test::source_path("scenarios/llama3-70b-h100-16k.yaml") +
+                          " --set schedule=1f1b --set parallel.virtual_stages=1 --set gpus=4224 --set parallel.dp=33 "
+                          "--set global_batch=33";
+  const nlohmann::json plain = test::cli_json("run " + big);
+  CHECK(plain["config"]["fold"] == "exact");
+  CHECK(plain["simulated_replicas"] == 33);  // stages in different leaves share spines: none folds
   const test::CliResult text = test::run_cli("run " + big);
-  CHECK(text.stdout_text.find("(--fold exact replays it; assume is the default above 4096 GPUs)") != std::string::npos);
+  CHECK(text.stdout_text.find("GPUs replayed                   4224   (33 replicas x 16 stages x 8 GPUs in lockstep; "
+                              "33 simulated, none folded)") != std::string::npos);
   const test::CliResult compared = test::run_cli("compare " + big + " --schedules 1f1b --json -");
   REQUIRE(compared.exit_code == 0);
-  CHECK(nlohmann::json::parse(compared.stdout_text)["config"]["fold"] == "assume");
-  // An option that needs every GPU replayed says so there, as under an explicit assume.
-  const test::CliResult placed = test::run_cli("run " + big + " --tp-collectives alone");
+  CHECK(nlohmann::json::parse(compared.stdout_text)["config"]["fold"] == "exact");
+  // Under an asked assume, an option that needs every GPU replayed still says so.
+  const test::CliResult placed = test::run_cli("run " + big + " --fold assume --tp-collectives alone");
   CHECK(placed.exit_code == 2);
   CHECK(placed.stderr_text.find("--tp-collectives: expected --fold exact, none or all as well") != std::string::npos);
+  const test::CliResult assumed = test::run_cli("run " + big + " --fold assume");
+  CHECK(assumed.stdout_text.find("32 assumed identical to replica 0 without proof, their traffic and that of TP ranks > "
+                                 "0 off the fabric (--fold exact, the default, replays it)") != std::string::npos);
 }
 
 TEST_CASE("compare replays every GPU under --fold as run does") {

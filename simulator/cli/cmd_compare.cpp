@@ -30,7 +30,6 @@ struct CompareOptions {
   std::string jobs = "1";
   std::string fold = "exact", tp_collectives = "auto", cp_exchanges = "auto", ep_all_to_alls = "auto",
               zero_collectives = "auto";
-  bool fold_given = false;
 
   /// Where TP collectives, CP exchanges, MoE all-to-alls and ZeRO's collectives run, as in run (errors
   /// name the option).
@@ -157,15 +156,14 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("-j", o->jobs, "schedules simulated at a time, each in its own process (default 1)");
   cmd->add_flag("--allow-oom", o->allow_oom, "simulate schedules whose stages do not fit in GPU memory")
       ->disable_flag_override();
-  CLI::Option* fold_option = cmd->add_option("--fold", o->fold,
-                  "data-parallel replicas simulated once for several, as in run: exact (the default up to 4,096 "
-                  "GPUs), none, all, assume (the default above)");
+  cmd->add_option("--fold", o->fold,
+                  "data-parallel replicas simulated once for several, as in run: exact (the default), none, all, "
+                  "assume");
   cmd->add_option("--tp-collectives", o->tp_collectives, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->add_option("--cp-exchanges", o->cp_exchanges, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->add_option("--ep-all-to-alls", o->ep_all_to_alls, "with --fold exact, none or all, as in run: auto, alone, in-place");
   cmd->add_option("--zero-collectives", o->zero_collectives, "with --fold exact, none or all, as in run: auto, alone, in-place");
-  cmd->callback([o, fold_option] {
-    o->fold_given = fold_option->count() > 0;
+  cmd->callback([o] {
     o->placements();  // the options' errors before any row
     check_input_path(o->scenario, "scenario");
     if (!o->kernels.empty()) check_input_path(o->kernels, "--kernels");
@@ -176,10 +174,6 @@ void add_compare_command(CLI::App& app) {
                         "expected pipeline schedules from: " + schedule_names() + "; got '" + name + "'");
     // A bad file or override is the user's error, for every row.
     const ScenarioSpec scenario = named_by("scenario", o->scenario, [&] { return load_scenario(o->scenario, o->overrides); });
-    if (!o->fold_given) {
-      o->fold = default_fold(scenario.gpus());
-      o->placements();  // an option that needs whole-cluster replay, on a job that folds by assumption
-    }
     const int scenario_chunks = scenario.virtual_stages;
     std::optional<KernelTable> kernels;
     if (!o->kernels.empty()) kernels = load_kernel_table(o->kernels, "--kernels");

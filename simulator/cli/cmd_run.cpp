@@ -114,8 +114,7 @@ void print_report(const ScenarioSpec& s, const RunReport& r) {
                            others == 0                     ? std::string("none folded")
                            : it.fold == FoldMode::assume ? fmt::format("{} assumed identical to replica 0 without proof, "
                                                                        "their traffic and that of TP ranks > 0 off the "
-                                                                       "fabric (--fold exact replays it; assume is the "
-                                                                       "default above {} GPUs)", others, kExactFoldDefaultMaxGpus)
+                                                                       "fabric (--fold exact, the default, replays it)", others)
                                                          : fmt::format("{} folded exactly onto them", others));
   // Which split of a full link the fabric's times rest on: the two differ most where a pipeline
   // transfer meets a gradient ring channel on a NIC (README, "Bandwidth sharing").
@@ -276,9 +275,9 @@ void add_run_command(CLI::App& app) {
                   "draw the scenario's variability K times (seeds variability.seed, +1, ...) and report the "
                   "iteration time's mean, p50 and p99 over the draws (default 1)");
   CLI::Option* fold_option = cmd->add_option("--fold", o->fold,
-                  "data-parallel replicas simulated once for several: exact (where provably exact; the default up "
-                  "to 4,096 GPUs), none, all (an error unless every replica folds exactly), assume (replica 0 alone, "
-                  "unproven: fast; the default above 4,096 GPUs)");
+                  "data-parallel replicas simulated once for several: exact (where provably exact; the default), "
+                  "none, all (an error unless every replica folds exactly), assume (replica 0 alone, unproven: "
+                  "fast)");
   cmd->add_option("--tp-collectives", o->tp_collectives,
                   "with --fold exact, none or all: auto (alone where provably exact, else in place among the other "
                   "traffic; the default), alone, in-place");
@@ -341,10 +340,6 @@ void add_run_command(CLI::App& app) {
     const int highest_node = s.nodes.empty() ? -1 : *std::max_element(s.nodes.begin(), s.nodes.end());
     const int traceable = s.nodes.empty() ? s.gpus() : (highest_node + 1) * s.cluster.node.gpus;
     const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, traceable) : GpuSelection{};
-    if (!o->fold_given) {
-      o->fold = default_fold(s.gpus());
-      fold = parse_fold(o->fold);
-    }
     if (fold_under(s, fold) != fold) {
       if (o->fold_given)
         throw UserError("command line", 0, "--fold",

@@ -75,12 +75,6 @@ double parse_number(const std::string& text, const std::string& option, double m
 Solver parse_solver(const std::string& text);
 /// --fold: exact, none, all or assume (iteration_plan.hpp).
 FoldMode parse_fold(const std::string& text);
-/// run's and compare's fold when --fold is not given: exact up to this many GPUs, assume above. Measured
-/// (README, "Whole-cluster replay"): exact replays of 4,096-GPU jobs take up to 40 s and 3 GiB, while
-/// an 8,192-GPU Llama 3 405B on Meta's RoCE cluster takes 280 s and 17 GiB and 10K-GPU MLPerf GPT-3
-/// rows minutes: a default must answer in seconds and fit a workstation.
-constexpr int kExactFoldDefaultMaxGpus = 4096;
-inline const char* default_fold(int gpus) { return gpus <= kExactFoldDefaultMaxGpus ? "exact" : "assume"; }
 /// `--tp-collectives`, `--cp-exchanges`, `--ep-all-to-alls` or `--zero-collectives` (`option`); anything but auto needs whole-cluster replay
 /// (a fold other than assume).
 TpPlacement parse_placement(const std::string& text, FoldMode fold, const std::string& option);
