@@ -20,6 +20,10 @@ using fluid::Moving;
 using fluid::OnBundle;
 using fluid::SignatureTable;
 
+/// Relative slack under which a bundle counts as full and two levels as tied: rates are sums and
+/// quotients of capacities, so exact ties come out a few ulps apart.
+constexpr double kSlack = 1e-9;
+
 /// Per-link state, kept between runs: a run touches only the links its flows cross, so sizing and
 /// zeroing arrays over the whole cluster at every run (hundreds of small runs time a plan's
 /// collectives alone on a 16K-GPU cluster) would cost more than solving them. A run leaves every
@@ -469,7 +473,6 @@ class Run {
   /// region flow on that flow's bottleneck, so a flow kept out here is pulled if the region's new
   /// rates later need it to yield.
   bool rebound(int m, std::uint64_t region) {
-    constexpr double kSlack = 1e-9;
     Moving& mv = movers_[static_cast<std::size_t>(m)];
     const double own = level(mv, false);
     auto holds = [&](int b) {
@@ -569,7 +572,6 @@ class Run {
   /// flow on that flow's bottleneck (it must yield), and one whose bottleneck the region touched
   /// and left not full, or where a region flow now rises above it (it may take more, or less).
   void pull_unsettled(std::uint64_t region) {
-    constexpr double kSlack = 1e-9;
     pulled_.clear();
     // The flows fixed at one bundle share its level (up to rounding): each bottleneck is scanned
     // once, against the lowest of them, which pulls what scanning it for each would. Why: a

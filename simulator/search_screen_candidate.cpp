@@ -125,7 +125,7 @@ std::variant<ScreenPrediction, Rejection> Screen::State::evaluate(const LayoutPo
     load->data_parallel = c.dp * cp;
     load->distributed_optimizer = zero >= 1;
     load->gradient_bytes_per_param = base.gradient_buffer_bytes();
-    load->optimizer_bytes_per_param = 3.0 * base.optimizer_state_element_bytes();
+    load->optimizer_bytes_per_param = base.optimizer_state_bytes_per_param();
     load->zero_stage = zero;
     if (zero == 3 && layers > 0) {
       const double per_layer = params / layers;

@@ -68,7 +68,7 @@ std::vector<StageMemory> plan_memory(const ScenarioSpec& s, const IterationPlan&
     load.data_parallel = s.layout.dp * s.layout.cp;  // context-parallel ranks hold the same weights
     load.distributed_optimizer = s.distributed_optimizer;
     load.gradient_bytes_per_param = s.gradient_buffer_bytes();
-    load.optimizer_bytes_per_param = 3.0 * s.optimizer_state_element_bytes();
+    load.optimizer_bytes_per_param = s.optimizer_state_bytes_per_param();
     load.zero_stage = s.zero_stage;
     if (s.zero_stage == 3 && layers > 0) {
       const double per_layer = (params + expert_params) / layers;

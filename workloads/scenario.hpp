@@ -144,6 +144,8 @@ struct ScenarioSpec {
   double gradient_buffer_bytes() const { return grad_reduce_dtype.empty() ? 4.0 : gradient_reduce_bytes(); }
   /// Bytes of one element of the optimizer's state (its parameter copy, Adam's m and v).
   int optimizer_state_element_bytes() const { return optimizer_dtype == "bf16" ? 2 : 4; }
+  /// Bytes of optimizer state per parameter: the parameter copy and Adam's two moments.
+  double optimizer_state_bytes_per_param() const { return 3.0 * optimizer_state_element_bytes(); }
   /// Microbatches each pipeline runs per iteration (m).
   int microbatches() const { return global_batch / (microbatch * layout.dp); }
   /// Tokens of one microbatch on one GPU of a context-parallel group.
