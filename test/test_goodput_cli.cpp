@@ -113,6 +113,26 @@ TEST_CASE("goodput reports the closed form for its inputs, Young and Daly beside
     CHECK(test::relative_error(j["monte_carlo"][f].get<double>(), j["expected"][f].get<double>()) < 0.02);
 }
 
+TEST_CASE("goodput simulates its step as run does: every GPU by default (--fold exact), replica 0 alone on request") {
+  const std::string path = scenario();
+  const nlohmann::json exact = test::cli_json("goodput " + path + " --days 30");
+  CHECK(exact.at("fold") == "exact");
+  CHECK(exact.at("step_mean_s").get<double>() == test::cli_json("run " + path).at("iteration_s").get<double>());
+  const nlohmann::json assumed = test::cli_json("goodput " + path + " --days 30 --fold assume");
+  CHECK(assumed.at("fold") == "assume");
+  CHECK(assumed.at("step_mean_s").get<double>() == test::cli_json("run " + path + " --fold assume").at("iteration_s").get<double>());
+  // On this fat tree the replicas are not alike (their flows hash onto other uplinks): replica 0 gives another step.
+  CHECK(assumed.at("step_mean_s").get<double>() != exact.at("step_mean_s").get<double>());
+  // A given step is not simulated: no fold to report, and none to ask for.
+  CHECK_FALSE(test::cli_json("goodput " + path + " --days 30 --iteration-s 7").contains("fold"));
+  require_error("goodput " + path + " --days 30 --iteration-s 7 --fold exact", "command line: --fold: ", "expected either --iteration-s or --fold");
+  require_error("goodput " + path + " --days 30 --fold most", "command line: --fold: ", "expected exact, none, all or assume, got 'most'");
+  // Variability makes replicas unlike: replica 0 cannot stand for them, as run says too.
+  const std::string slow_gpu = scenario(kReliability + "variability:\n  gpus: {3: 0.9}\n");
+  for (const std::string& command : {"goodput " + slow_gpu + " --days 30", "run " + slow_gpu})
+    require_error(command + " --fold assume", "command line: --fold: ", "expected exact, none or all: the scenario declares variability");
+}
+
 TEST_CASE("goodput bad input: an MTBF without its unit, negative or zero, and a checkpoint interval of 0 or less") {
   {
     auto [path, line] = edited("gpu: {mtbf_hours: 1000", "gpu: {mtbf: 1000");

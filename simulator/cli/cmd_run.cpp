@@ -340,13 +340,8 @@ void add_run_command(CLI::App& app) {
     const int highest_node = s.nodes.empty() ? -1 : *std::max_element(s.nodes.begin(), s.nodes.end());
     const int traceable = s.nodes.empty() ? s.gpus() : (highest_node + 1) * s.cluster.node.gpus;
     const GpuSelection keep = trace_ranks->count() > 0 ? parse_ranks(o->trace_ranks, traceable) : GpuSelection{};
-    if (fold_under(s, fold) != fold) {
-      if (o->fold_given)
-        throw UserError("command line", 0, "--fold",
-                        std::string("expected exact, none or all: the scenario ") +
-                            (s.variability.varies() ? "declares variability" : "runs on GPUs of several models") +
-                            ", which makes replicas unlike, and assume simulates replica 0 for all of them");
-      fold = fold_under(s, fold);
+    if (const FoldMode f = checked_fold(s, fold, o->fold_given); f != fold) {
+      fold = f;
       o->fold = to_string(fold);
     }
     const Placements placement{parse_placement(o->tp_collectives, fold, "--tp-collectives"),

@@ -75,6 +75,10 @@ double parse_number(const std::string& text, const std::string& option, double m
 Solver parse_solver(const std::string& text);
 /// --fold: exact, none, all or assume (iteration_plan.hpp).
 FoldMode parse_fold(const std::string& text);
+/// The fold a command simulates `s` under when it asks `asked` (`given`: the user named it):
+/// variability or GPUs of several models turn the unproven assume into exact (fold_under), and a
+/// named --fold assume there is an error.
+FoldMode checked_fold(const ScenarioSpec& s, FoldMode asked, bool given);
 /// `--tp-collectives`, `--cp-exchanges`, `--ep-all-to-alls` or `--zero-collectives` (`option`); anything but auto needs whole-cluster replay
 /// (a fold other than assume).
 TpPlacement parse_placement(const std::string& text, FoldMode fold, const std::string& option);

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "simulator/cli/commands.hpp"
+#include "simulator/training_run.hpp"
 #include "topologies/cluster_overrides.hpp"
 #include "topologies/input_file.hpp"
 #include "topologies/user_error.hpp"
@@ -238,6 +239,16 @@ FoldMode parse_fold(const std::string& text) {
   for (FoldMode m : {FoldMode::exact, FoldMode::none, FoldMode::all, FoldMode::assume})
     if (text == to_string(m)) return m;
   throw UserError("command line", 0, "--fold", "expected exact, none, all or assume, got '" + text + "'");
+}
+
+FoldMode checked_fold(const ScenarioSpec& s, FoldMode asked, bool given) {
+  const FoldMode fold = fold_under(s, asked);
+  if (fold != asked && given)
+    throw UserError("command line", 0, "--fold",
+                    std::string("expected exact, none or all: the scenario ") +
+                        (s.variability.varies() ? "declares variability" : "runs on GPUs of several models") +
+                        ", which makes replicas unlike, and assume simulates replica 0 for all of them");
+  return fold;
 }
 
 TpPlacement parse_placement(const std::string& text, FoldMode fold, const std::string& option) {
