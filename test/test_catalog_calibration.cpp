@@ -1,6 +1,7 @@
 // The catalog's newer calibrations against the measurements they were fitted to (scenarios/gpus.yaml
-// names each): H100's in-training efficiency from a Transformer Engine layer's profiled GEMMs, the
-// FP8 GEMM curves of Hopper and B200 from FP8 kernel benchmarks; and the `uncalibrated` map's errors.
+// names each): H100's in-training efficiency from a Transformer Engine layer's profiled GEMMs, B200's
+// from a kernel's throttled throughput at sustained power, the FP8 GEMM curves of Hopper and B200
+// from FP8 kernel benchmarks; and the `uncalibrated` map's errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -118,6 +119,19 @@ TEST_CASE("The B200 FP8 curve reproduces OpenXLA's measured FP8 GEMMs") {
     INFO(r.m << "x" << r.n << "x" << r.k);
     CHECK(relative_error(tflops(b200, "fp8", r.m, r.n, r.k), r.tflops) <= 0.05);
   }
+}
+
+TEST_CASE("B200's in-training efficiency is its sustained over its burst throughput, and slows every op by it") {
+  // flashinfer PR #2899 on B200, one compute-bound kernel timed 100 times back to back: 1450 TFLOP/s
+  // at its peak (iterations 10-19), 1237 once the clocks have throttled (70-79). The catalog's
+  // curves are bursts; a training step runs at sustained power.
+  const GpuModel& b200 = shipped_gpu("B200");
+  REQUIRE(b200.in_training_efficiency);
+  CHECK(b200.in_training_efficiency->fraction == Approx(1237.0 / 1450.0).margin(5e-4));
+  CHECK(b200.uncalibrated_parameters("bf16").empty());
+  for (const std::string dtype : {"bf16", "fp8"})
+    CHECK(tflops(b200, dtype, 8192, 8192, 8192) ==
+          Approx(tflops(benchmarked("B200"), dtype, 8192, 8192, 8192) * b200.in_training_efficiency->fraction).epsilon(1e-9));
 }
 
 TEST_CASE("MX formats and GPUs without an FP8 curve fall back on the bf16 curve at the 8-bit peak") {

@@ -89,11 +89,11 @@ TEST_CASE("list with a missing catalog is one line naming the option, exit 2, no
 
 TEST_CASE("list with a bad catalog entry is one line at the field, exit 2, nothing on stdout") {
   const std::string catalog = clustersim::test::temp_file(clustersim::test::shipped_with(
-      "scenarios/gpus.yaml", "      in_training_efficiency: no per-layer or in-training kernel measurement on B200 was found",
+      "scenarios/gpus.yaml", "      in_training_efficiency: no per-layer or in-training kernel measurement on MI355X was found",
       "      in_training_efency: typo"));
   const auto r = run_cli("list --catalog " + catalog);
   CHECK(r.exit_code == 2);
   CHECK(r.stdout_text.empty());
-  CHECK_THAT(r.stderr_text, Contains("gpus[4].uncalibrated.in_training_efency: unknown calibration parameter"));
+  CHECK_THAT(r.stderr_text, Contains("gpus[7].uncalibrated.in_training_efency: unknown calibration parameter"));
   CHECK(r.stderr_text.find('\n') == r.stderr_text.size() - 1);
 }

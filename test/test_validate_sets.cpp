@@ -265,16 +265,20 @@ TEST_CASE("MLPerf Llama 3.1 8B on MI355X: the row fits and runs, with its figure
   CHECK_THAT(r.stdout_text, Catch::Contains("# set mlperf-llama31-8b-mi355x: 1 rows, 8 to 8 GPUs"));
 }
 
-TEST_CASE("B200 rows: every row fits and runs on cuDNN's attention curve, each marked uncalibrated") {
-  // The set misses the bar (README: 9% to 27% fast, with no independent in-training efficiency for
-  // B200), so only that every row runs, on the B200 curve, and says what it lacks is asserted.
+TEST_CASE("B200 rows: every row fits and runs on calibrated B200 curves, within 11% mean and 16% max") {
+  // The set misses the issue's bar (5% / 10%): README, "B200". What is asserted is that every row
+  // runs on the B200 catalog entry with nothing uncalibrated, and that its sustained-power
+  // in-training efficiency (gpus.yaml: flashinfer PR #2899's throttled 1237 of 1450 TFLOP/s) brings
+  // the set from 20.2% / 27.3% without it to within 11% / 16%.
   const auto r = test::run_cli("validate --rows " + test::source_path(kB200));
   REQUIRE(r.exit_code == 0);
-  CHECK(set_line(r.stdout_text, "b200").rows == 7);
+  const SetLine s = set_line(r.stdout_text, "b200");
+  CHECK(s.rows == 7);
+  CHECK(s.mean <= 11.0);
+  CHECK(s.max <= 16.0);
   const auto one = test::run_cli("run " + test::source_path("scenarios/validation/b200/nemo25.02-llama3-8b-b200-8.yaml"));
   REQUIRE(one.exit_code == 0);
-  CHECK_THAT(one.stdout_text, Catch::Contains("uncalibrated: B200 in_training_efficiency"));
-  CHECK_THAT(one.stdout_text + one.stderr_text, !Catch::Contains("attention_efficiency"));
+  CHECK_THAT(one.stdout_text + one.stderr_text, !Catch::Contains("uncalibrated"));
 }
 
 TEST_CASE("validate's mean, max and trend are those of the rows' signed errors against log2(GPUs)") {
