@@ -543,7 +543,7 @@ TEST_CASE("The calibrated GB200 reproduces cuDNN attention to 16k and its RMSNor
 
 TEST_CASE("The calibrated B200 reproduces cuDNN attention at 2k and 8k, within the catalog's stated gaps elsewhere") {
   // cudnn-frontend bb37575 artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv, pyt_cudnn: cuDNN
-  // 9.10.2, causal, batch 1, 128 query heads. 2k and 8k are the fit; the measured rate rises faster
+  // 9.13.1, causal, batch 1, 128 query heads. 2k and 8k are the fit; the measured rate rises faster
   // than the curve to 8k and flattens after it, so 4k reads 10% under and 16k 17% over (gpus.yaml).
   struct Point {
     int seq_len;
